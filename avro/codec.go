@@ -44,6 +44,7 @@ const DefaultMaxSize = 16 << 20
 // schemaCodec is one compiled schema with its fingerprint.
 type schemaCodec struct {
 	codec       *goavro.Codec
+	guard       *node
 	fingerprint [8]byte // CRC-64-AVRO of the Parsing Canonical Form, little-endian
 }
 
@@ -52,7 +53,11 @@ func compile(schema string) (*schemaCodec, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &schemaCodec{codec: c}
+	g, err := parseGuard(schema)
+	if err != nil {
+		return nil, fmt.Errorf("schema guard: %w", err)
+	}
+	sc := &schemaCodec{codec: c, guard: g}
 	binary.LittleEndian.PutUint64(sc.fingerprint[:], c.Rabin)
 	return sc, nil
 }
@@ -180,6 +185,13 @@ func keyFromNative(native any) (*Key, error) {
 }
 
 func decodeDatum[T any](sc *schemaCodec, datum []byte, what string, conv func(any) (*T, error)) (*T, error) {
+	w := walker{buf: datum}
+	if err := w.walk(sc.guard, ""); err != nil {
+		return nil, err
+	}
+	if w.pos < len(datum) {
+		return nil, decodeErr(CheckTrailing, ErrTrailingBytes, "%d bytes after the %s datum (datum is %d bytes)", len(datum)-w.pos, what, w.pos)
+	}
 	native, rest, err := sc.codec.NativeFromBinary(datum)
 	if err != nil {
 		return nil, classifyDatumErr(what, len(datum), err)

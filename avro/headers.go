@@ -22,6 +22,10 @@ func EncodeHeaderList(hs []Header) ([]byte, error) {
 // DecodeHeaderList decodes the datum written by EncodeHeaderList. A nil value stays nil.
 func DecodeHeaderList(datum []byte) ([]Header, error) {
 	sc := mustBuiltin().headers
+	w := walker{buf: datum}
+	if err := w.walk(sc.guard, HeadersEntry); err != nil {
+		return nil, err
+	}
 	native, rest, err := sc.codec.NativeFromBinary(datum)
 	if err != nil {
 		return nil, classifyDatumErr(HeadersEntry, len(datum), err)

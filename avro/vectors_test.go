@@ -33,6 +33,8 @@ func vectorNames(t *testing.T) []string {
 	return names
 }
 
+func readFile(name string) ([]byte, error) { return os.ReadFile(filepath.Join(vectorDir, name)) }
+
 func read(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(vectorDir, name))
