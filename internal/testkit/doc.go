@@ -15,8 +15,9 @@
 // binary that needs them builds a template database named after a hash of
 // the files in migrations/ (under a PostgreSQL advisory lock, so parallel
 // test packages do not race), and every test database is a copy of it.
-// Templates are named redrive_tmpl_<hash>; stale ones can be dropped at any
-// time no test runs.
+// Building a template drops the templates of other migration sets
+// (redrive_tmpl_*). A test binary killed before its cleanups ran leaves
+// its redrive_test_* databases behind; drop them when no test runs.
 //
 // # Kafka
 //
@@ -31,20 +32,22 @@
 //
 // # Nil and empty bytes in confluent-kafka-go
 //
-// What a record carries is a contract in redrive (the resend reproduces
-// the original bytes), so kafka_test.go pins how confluent-kafka-go v2
-// maps nil and empty slices, checked both against the bytes kfake
-// receives and against what a consumer reads back:
+// What a record carries is a contract in redrive (a resend reproduces the
+// original bytes), so kafka_test.go pins what confluent-kafka-go v2.11.1
+// (librdkafka 2.11) does, checked both on the bytes kfake receives and on
+// what a consumer reads back:
 //
-//   - Key and Value: nil and empty are different on the wire (length -1
-//     vs 0) and survive the round trip: a nil key reads back as nil, an
-//     empty key as a non-nil empty slice. The same holds for values
-//     (nil value = tombstone).
-//   - Header values: a nil value is a null header (length -1) and reads
-//     back as nil. An EMPTY header value ([]byte{}) is ALSO sent as a
-//     null header, because the producer copies only non-empty values to C
-//     and passes NULL otherwise: it reads back as nil, and the distinction
-//     is lost. Code that must keep an empty header value distinct from a
-//     null one cannot rely on confluent-kafka-go to do it.
-//   - Header order and duplicate header names are kept.
+//   - Keys, values and header values all keep nil apart from empty: nil
+//     is sent as length -1 (null) and read back as nil; an empty non-nil
+//     slice is sent as length 0 and read back as a non-nil empty slice. A
+//     nil value is a tombstone. Code that copies records must therefore
+//     keep nil as nil (a []byte(nil) must not become []byte{} or back).
+//   - Header order and duplicate header names are kept; a record with no
+//     headers reads back with Headers == nil.
+//   - Header names are C strings: a name is cut at its first NUL byte
+//     ("a\x00b" arrives as "a"). Other bytes, including invalid UTF-8,
+//     pass through.
+//   - Delivery reports carry key and value but not headers unless the
+//     producer sets go.delivery.report.fields=all (the shared producer of
+//     [Cluster.Produce] does).
 package testkit
