@@ -24,7 +24,9 @@ var ErrNotMigrated = errors.New("database schema is not migrated: run `redrive m
 var ErrSchemaNewer = errors.New("database schema is newer than this redrive binary: upgrade redrive")
 
 func provider(db *sql.DB) (*goose.Provider, error) {
-	locker, err := lock.NewPostgresSessionLocker()
+	// Probe the lock every second for up to 5 minutes: a concurrent instance usually finishes
+	// within a second or two.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return nil, fmt.Errorf("migration lock: %w", err)
 	}
@@ -42,7 +44,7 @@ func Up(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	// No p.Close: it would close the caller's db.
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}
@@ -62,22 +64,38 @@ func Latest() int64 {
 	return latest
 }
 
+// versionTable is goose's default version table.
+const versionTable = "goose_db_version"
+
+// Version returns the schema version of the database: the newest applied migration, or 0 when
+// no migration was ever applied. It only reads: it neither creates goose's version table nor
+// waits for the migration lock.
+func Version(ctx context.Context, db *sql.DB) (int64, error) {
+	var exists bool
+	if err := db.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", versionTable).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int64
+	if err := db.QueryRowContext(ctx, "SELECT coalesce(max(version_id), 0) FROM "+versionTable).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
 // Check returns nil when the database is at exactly the version this binary expects, else
-// an error wrapping ErrNotMigrated or ErrSchemaNewer that says both versions.
+// an error wrapping ErrNotMigrated or ErrSchemaNewer that says both versions. Like Version, it
+// only reads.
 func Check(ctx context.Context, db *sql.DB) error {
-	p, err := provider(db)
+	current, err := Version(ctx, db)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	current, err := p.GetDBVersion(ctx)
-	if err != nil {
-		if errors.Is(err, goose.ErrVersionNotFound) {
-			return fmt.Errorf("%w (database has no schema, binary wants version %d)", ErrNotMigrated, Latest())
-		}
-		return fmt.Errorf("read schema version: %w", err)
-	}
 	switch want := Latest(); {
+	case current == 0:
+		return fmt.Errorf("%w (database has no schema, binary wants version %d)", ErrNotMigrated, want)
 	case current < want:
 		return fmt.Errorf("%w (database at version %d, binary wants %d)", ErrNotMigrated, current, want)
 	case current > want:

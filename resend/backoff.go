@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/redrive/redrive/store"
 )
 
 // Backoff is the retry policy of temporary failures: a pure function of the attempt number and
@@ -43,9 +45,8 @@ func (b Backoff) withDefaults() Backoff {
 	if b.Jitter == 0 {
 		b.Jitter = 0.1
 	}
-	if b.Jitter < 0 {
-		b.Jitter = 0
-	}
+	// A negative Jitter stays negative (jitter off), so that applying the defaults twice
+	// does not turn jitter back on.
 	if b.MaxAttempts == 0 {
 		b.MaxAttempts = 15
 	}
@@ -111,3 +112,12 @@ func (b Backoff) Next(attempt int, now time.Time) (time.Time, bool) {
 	}
 	return now.Add(d), true
 }
+
+// ReasonRetriesExhausted is the state_reason of a temporary failure that became PERMANENT
+// because its causing message failed as often as the policy allows (MaxAttempts); intake
+// writes the same reason (store.StateReasonRetriesExhausted).
+const ReasonRetriesExhausted = store.StateReasonRetriesExhausted
+
+// Exhausted reports whether the failure with the given attempt number gets no automatic
+// resend: it is PERMANENT with ReasonRetriesExhausted. It agrees with Next returning false.
+func (b Backoff) Exhausted(attempt int) bool { return attempt >= b.withDefaults().MaxAttempts }

@@ -58,3 +58,15 @@ func TestBackoffValidate(t *testing.T) {
 		}
 	}
 }
+
+// Applying the defaults twice keeps a policy as it was: jitter stays off.
+func TestBackoffDefaultsIdempotent(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := Backoff{Jitter: -1, Rand: func() float64 { return 0 }}.withDefaults().withDefaults()
+	if got, _ := b.Next(1, now); got.Sub(now) != time.Minute {
+		t.Fatalf("delay %s, want 1m without jitter", got.Sub(now))
+	}
+	if !b.Exhausted(15) || b.Exhausted(14) {
+		t.Fatal("Exhausted disagrees with MaxAttempts 15")
+	}
+}
