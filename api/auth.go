@@ -1,0 +1,289 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Role is what a principal may do. Roles are ordered: each allows everything the lower ones do.
+type Role int
+
+// The roles.
+const (
+	// RoleNone allows nothing: an authenticated user without a role.
+	RoleNone Role = iota
+	// RoleViewer reads failures, payloads, groups and stats.
+	RoleViewer
+	// RoleOperator also retries and closes failures and edits groups.
+	RoleOperator
+	// RoleAdmin may do everything.
+	RoleAdmin
+)
+
+// String returns the role's name: none, viewer, operator or admin.
+func (r Role) String() string {
+	switch r {
+	case RoleViewer:
+		return "viewer"
+	case RoleOperator:
+		return "operator"
+	case RoleAdmin:
+		return "admin"
+	}
+	return "none"
+}
+
+// Allows reports whether a principal with role r may do what needs role need.
+func (r Role) Allows(need Role) bool { return r >= need }
+
+// ParseRole returns the role named s (viewer, operator or admin, any case).
+func ParseRole(s string) (Role, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "viewer":
+		return RoleViewer, nil
+	case "operator":
+		return RoleOperator, nil
+	case "admin":
+		return RoleAdmin, nil
+	}
+	return RoleNone, fmt.Errorf("unknown role %q (want viewer, operator or admin)", s)
+}
+
+// Principal is who sent a request: the name written to the audit log, and the role.
+type Principal struct {
+	// Name identifies the principal: a token's name, or the user a trusted proxy names.
+	Name string
+	// Role is what the principal may do.
+	Role Role
+	// Method is how the principal was authenticated: "token", "proxy" or "none" (with
+	// AuthConfig.InsecureNoAuth).
+	Method string
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns a copy of ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal that Authenticator.Middleware stored in ctx.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// Default header names of the trusted-proxy mode, as oauth2-proxy sets them with
+// --pass-user-headers (or --set-xauthrequest behind nginx auth_request, then named
+// X-Auth-Request-User and X-Auth-Request-Groups).
+const (
+	DefaultProxyUserHeader   = "X-Forwarded-User"
+	DefaultProxyGroupsHeader = "X-Forwarded-Groups"
+)
+
+// AuthConfig configures authentication. At least one of Tokens, TrustedProxies or
+// InsecureNoAuth must be set.
+type AuthConfig struct {
+	// Tokens are the accepted bearer tokens (hashes only); see ParseTokens and LoadTokenFile.
+	Tokens []Token
+	// TrustedProxies are the addresses (single IPs or CIDR prefixes) of authenticating proxies
+	// whose user and groups headers are believed. A request from any other address is judged
+	// by its bearer token alone, whatever headers it carries. Empty disables the proxy mode.
+	TrustedProxies []netip.Prefix
+	// ProxyUserHeader names the header carrying the user. Defaults to X-Forwarded-User.
+	ProxyUserHeader string
+	// ProxyGroupsHeader names the header carrying the user's groups, separated by commas.
+	// Defaults to X-Forwarded-Groups.
+	ProxyGroupsHeader string
+	// ProxyRoles maps a proxy group to a role; a user gets the highest role of its groups.
+	// See ParseProxyRoles.
+	ProxyRoles map[string]Role
+	// ProxyDefaultRole is the role of a proxy user in no mapped group. Defaults to RoleNone
+	// (authenticated, but refused everything).
+	ProxyDefaultRole Role
+	// InsecureNoAuth, when neither Tokens nor TrustedProxies are set, treats every request as
+	// the admin principal "anonymous". For demos only; ignored when authentication is
+	// configured.
+	InsecureNoAuth bool
+}
+
+// Enabled reports whether any authentication is configured.
+func (c *AuthConfig) Enabled() bool { return len(c.Tokens) > 0 || len(c.TrustedProxies) > 0 }
+
+// Validate returns an error when no authentication is configured and InsecureNoAuth is not
+// set; the message names the flags that configure it. `redrive serve` calls it to refuse to
+// start without authentication.
+func (c *AuthConfig) Validate() error {
+	if !c.Enabled() && !c.InsecureNoAuth {
+		return errors.New("no API authentication configured: set --api-tokens (REDRIVE_API_TOKENS), " +
+			"--api-token-file (REDRIVE_API_TOKEN_FILE) or --api-trusted-proxies (REDRIVE_API_TRUSTED_PROXIES), " +
+			"or pass --insecure-no-auth to run without authentication")
+	}
+	for i, t := range c.Tokens {
+		if t.Name == "" || t.Role == RoleNone {
+			return fmt.Errorf("invalid config: token %d has no name or no role", i+1)
+		}
+	}
+	for group, role := range c.ProxyRoles {
+		if group == "" || role < RoleNone || role > RoleAdmin {
+			return fmt.Errorf("invalid config: proxy role mapping %q=%d", group, role)
+		}
+	}
+	return nil
+}
+
+// ErrUnauthenticated means a request carries no valid credentials.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// Authenticator finds the principal of a request: a trusted proxy's user headers, else a
+// bearer token. It is safe for concurrent use.
+type Authenticator struct {
+	cfg AuthConfig
+}
+
+// NewAuthenticator returns an Authenticator for cfg, after cfg.Validate.
+func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ProxyUserHeader == "" {
+		cfg.ProxyUserHeader = DefaultProxyUserHeader
+	}
+	if cfg.ProxyGroupsHeader == "" {
+		cfg.ProxyGroupsHeader = DefaultProxyGroupsHeader
+	}
+	cfg.Tokens = append([]Token(nil), cfg.Tokens...)
+	return &Authenticator{cfg: cfg}, nil
+}
+
+// Authenticate returns the principal of r, or an error wrapping ErrUnauthenticated.
+func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
+	if a.cfg.InsecureNoAuth && !a.cfg.Enabled() {
+		return Principal{Name: "anonymous", Role: RoleAdmin, Method: "none"}, nil
+	}
+	if p, ok := a.fromProxy(r); ok {
+		return p, nil
+	}
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return Principal{}, fmt.Errorf("%w: no bearer token", ErrUnauthenticated)
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return Principal{}, fmt.Errorf("%w: the Authorization header is not \"Bearer <token>\"", ErrUnauthenticated)
+	}
+	if t, ok := a.lookup(strings.TrimSpace(token)); ok {
+		return Principal{Name: t.Name, Role: t.Role, Method: "token"}, nil
+	}
+	return Principal{}, fmt.Errorf("%w: unknown token", ErrUnauthenticated)
+}
+
+// lookup finds the token whose hash matches secret. It compares with every configured token
+// in constant time, so the time taken tells nothing about which token nearly matched.
+func (a *Authenticator) lookup(secret string) (Token, bool) {
+	sum := sha256.Sum256([]byte(secret))
+	found := -1
+	for i := range a.cfg.Tokens {
+		if subtle.ConstantTimeCompare(sum[:], a.cfg.Tokens[i].Hash[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return Token{}, false
+	}
+	return a.cfg.Tokens[found], true
+}
+
+// fromProxy returns the principal a trusted proxy names, when r comes from one with a user.
+func (a *Authenticator) fromProxy(r *http.Request) (Principal, bool) {
+	if len(a.cfg.TrustedProxies) == 0 {
+		return Principal{}, false
+	}
+	user := strings.TrimSpace(r.Header.Get(a.cfg.ProxyUserHeader))
+	if user == "" || !a.trusted(r.RemoteAddr) {
+		return Principal{}, false
+	}
+	role := a.cfg.ProxyDefaultRole
+	for _, v := range r.Header.Values(a.cfg.ProxyGroupsHeader) {
+		for _, g := range strings.Split(v, ",") {
+			if gr, ok := a.cfg.ProxyRoles[strings.TrimSpace(g)]; ok && gr > role {
+				role = gr
+			}
+		}
+	}
+	return Principal{Name: cleanName(user), Role: role, Method: "proxy"}, true
+}
+
+func (a *Authenticator) trusted(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, p := range a.cfg.TrustedProxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanName bounds a proxy-given user name and drops control characters, for the audit log.
+func cleanName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return -1
+		}
+		return r
+	}, s)
+	if utf8.RuneCountInString(s) > 200 {
+		s = string([]rune(s)[:200])
+	}
+	return s
+}
+
+// Middleware authenticates every request: it stores the principal in the request context
+// (see PrincipalFrom) or answers 401 with a problem document and a WWW-Authenticate header.
+func (a *Authenticator) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.Authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
+			writeProblem(w, r, http.StatusUnauthorized, "", strings.TrimPrefix(err.Error(), ErrUnauthenticated.Error()+": "))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+	})
+}
+
+// RequireRole returns middleware that answers 403 unless the request's principal (stored by
+// Authenticator.Middleware) has a role that allows need, and 401 when there is none.
+func RequireRole(need Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, ok := PrincipalFrom(r.Context())
+			switch {
+			case !ok:
+				w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
+				writeProblem(w, r, http.StatusUnauthorized, "", "no principal")
+			case !p.Role.Allows(need):
+				writeProblem(w, r, http.StatusForbidden, "", fmt.Sprintf("%s has role %s; this needs %s", p.Name, p.Role, need))
+			default:
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}

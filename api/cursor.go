@@ -1,0 +1,88 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/store"
+)
+
+// Cursors are opaque to clients: base64url (no padding) of a version byte, a kind byte, and the
+// sort key of the last row of the previous page. A failure cursor also holds its sort order, so
+// that it cannot be used with the other one.
+const (
+	cursorVersion      = 1
+	cursorFailuresNew  = 'n' // failures, newest first: created_at µs (8), id (16)
+	cursorFailuresOld  = 'o' // failures, oldest first: created_at µs (8), id (16)
+	cursorGroups       = 'g' // groups: last_seen µs (8), id (8)
+	failureCursorBytes = 2 + 8 + 16
+	groupCursorBytes   = 2 + 8 + 8
+
+	// A cursor's time lies between the years 1 and 9999, well inside PostgreSQL's range.
+	minCursorMicros = -62135596800000000
+	maxCursorMicros = 253402300799999999
+)
+
+// encodeFailureCursor returns the cursor of the page after p in order o.
+func encodeFailureCursor(p store.Position, o store.Order) string {
+	b := make([]byte, failureCursorBytes)
+	b[0] = cursorVersion
+	b[1] = cursorFailuresNew
+	if o == store.OldestFirst {
+		b[1] = cursorFailuresOld
+	}
+	binary.BigEndian.PutUint64(b[2:10], uint64(p.CreatedAt.UnixMicro()))
+	copy(b[10:], p.ID[:])
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeFailureCursor validates a failure cursor for order o.
+func decodeFailureCursor(s string, o store.Order) (*store.Position, error) {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != failureCursorBytes || b[0] != cursorVersion {
+		return nil, badRequest("cursor", "not a cursor of this API: pass next_cursor unchanged")
+	}
+	want := byte(cursorFailuresNew)
+	if o == store.OldestFirst {
+		want = cursorFailuresOld
+	}
+	switch b[1] {
+	case want:
+	case cursorFailuresNew, cursorFailuresOld:
+		return nil, badRequest("cursor", "made for the other sort order: keep the sort of the first page")
+	default:
+		return nil, badRequest("cursor", "not a failure list cursor")
+	}
+	micros := int64(binary.BigEndian.Uint64(b[2:10]))
+	if micros < minCursorMicros || micros > maxCursorMicros {
+		return nil, badRequest("cursor", "not a cursor of this API: pass next_cursor unchanged")
+	}
+	id, _ := uuid.FromBytes(b[10:])
+	return &store.Position{CreatedAt: time.UnixMicro(micros).UTC(), ID: id}, nil
+}
+
+// encodeGroupCursor returns the cursor of the group page after p.
+func encodeGroupCursor(p store.GroupPosition) string {
+	b := make([]byte, groupCursorBytes)
+	b[0], b[1] = cursorVersion, cursorGroups
+	binary.BigEndian.PutUint64(b[2:10], uint64(p.LastSeen.UnixMicro()))
+	binary.BigEndian.PutUint64(b[10:], uint64(p.ID))
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeGroupCursor validates a group cursor.
+func decodeGroupCursor(s string) (*store.GroupPosition, error) {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != groupCursorBytes || b[0] != cursorVersion || b[1] != cursorGroups {
+		return nil, badRequest("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
+	}
+	id := int64(binary.BigEndian.Uint64(b[10:]))
+	micros := int64(binary.BigEndian.Uint64(b[2:10]))
+	if id <= 0 || micros < minCursorMicros || micros > maxCursorMicros {
+		return nil, badRequest("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
+	}
+	return &store.GroupPosition{LastSeen: time.UnixMicro(micros).UTC(), ID: id}, nil
+}

@@ -1,0 +1,108 @@
+package api
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/store"
+)
+
+func TestCursorRoundTrip(t *testing.T) {
+	p := store.Position{CreatedAt: time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC), ID: uuid.New()}
+	for _, o := range []store.Order{store.NewestFirst, store.OldestFirst} {
+		got, err := decodeFailureCursor(encodeFailureCursor(p, o), o)
+		if err != nil || !got.CreatedAt.Equal(p.CreatedAt) || got.ID != p.ID {
+			t.Errorf("order %d: round trip = %+v, %v", o, got, err)
+		}
+		if _, err := decodeFailureCursor(encodeFailureCursor(p, o), 1-o); err == nil {
+			t.Errorf("order %d: a cursor of the other order was accepted", o)
+		}
+		if _, err := decodeGroupCursor(encodeFailureCursor(p, o)); err == nil {
+			t.Error("a failure cursor was accepted as a group cursor")
+		}
+	}
+	g := store.GroupPosition{LastSeen: p.CreatedAt, ID: 42}
+	if got, err := decodeGroupCursor(encodeGroupCursor(g)); err != nil || *got != g {
+		t.Errorf("group round trip = %+v, %v", got, err)
+	}
+}
+
+// A cursor from a client either decodes to a position within PostgreSQL's range or is a 400.
+func FuzzDecodeCursor(f *testing.F) {
+	f.Add(encodeFailureCursor(store.Position{CreatedAt: time.Now(), ID: uuid.New()}, store.NewestFirst))
+	f.Add(encodeGroupCursor(store.GroupPosition{LastSeen: time.Now(), ID: 7}))
+	f.Add("")
+	f.Add("AQ")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, o := range []store.Order{store.NewestFirst, store.OldestFirst} {
+			if p, err := decodeFailureCursor(s, o); err == nil {
+				if y := p.CreatedAt.Year(); y < 1 || y > 9999 {
+					t.Fatalf("%q decoded to year %d", s, y)
+				}
+				if again := encodeFailureCursor(*p, o); again != s {
+					t.Fatalf("%q decoded and re-encoded to %q", s, again)
+				}
+			} else if re, ok := err.(*requestError); !ok || re.status != 400 || re.field != "cursor" {
+				t.Fatalf("%q: error %v is not a 400 on cursor", s, err)
+			}
+		}
+		if p, err := decodeGroupCursor(s); err == nil && (p.ID <= 0 || p.LastSeen.Year() < 1 || p.LastSeen.Year() > 9999) {
+			t.Fatalf("%q decoded to %+v", s, p)
+		}
+	})
+}
+
+// Any query string either gives a valid filter or a 400 naming a field.
+func FuzzFilterFromQuery(f *testing.F) {
+	for _, s := range []string{"state=PERMANENT&topic=a", "key_base64=AAE=", "q=%25_", "created_from=2024-01-01T00:00:00Z",
+		"group_id=12", "state=a,b,,c", "temporality=temporary&temporality=unknown", "x=1", "a;b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		r := httptest.NewRequest("GET", "/api/v1/failures", nil)
+		r.URL.RawQuery = raw
+		q, err := parseQuery(r, map[string]bool{"state": true, "temporality": true}, filterParams, listParams)
+		if err == nil {
+			var filter store.Filter
+			if filter, err = filterFromQuery(q); err == nil {
+				if verr := filter.Validate(); verr != nil {
+					t.Fatalf("%q: filter passed but Validate says %v", raw, verr)
+				}
+				return
+			}
+		}
+		var fe *store.FilterError
+		if re, ok := err.(*requestError); ok {
+			if re.status != 400 || re.field == "" {
+				t.Fatalf("%q: %+v", raw, re)
+			}
+		} else if !asFilterError(err, &fe) {
+			t.Fatalf("%q: unexpected error %T %v", raw, err, err)
+		}
+	})
+}
+
+func asFilterError(err error, fe **store.FilterError) bool {
+	e, ok := err.(*store.FilterError)
+	*fe = e
+	return ok && e.Field != ""
+}
+
+func FuzzParseTokens(f *testing.F) {
+	f.Add("alice:admin:0123456789abcdef,bob:viewer:sha256:" + "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff")
+	f.Add("a:b:c")
+	f.Fuzz(func(t *testing.T, spec string) {
+		tokens, err := ParseTokens(spec)
+		if err != nil {
+			return
+		}
+		for _, tk := range tokens {
+			if tk.Name == "" || tk.Role == RoleNone {
+				t.Fatalf("%q gave token %+v", spec, tk)
+			}
+		}
+	})
+}

@@ -1,0 +1,285 @@
+package api
+
+import (
+	"encoding/base64"
+	"net/http"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/store"
+)
+
+// failureSummary is a failure in a list: no payload bytes.
+type failureSummary struct {
+	ID               uuid.UUID  `json:"id"`
+	State            string     `json:"state"`
+	StateReason      *string    `json:"state_reason"`
+	Temporality      string     `json:"temporality"`
+	ErrorCode        string     `json:"error_code"`
+	ErrorMessage     string     `json:"error_message"`
+	PublisherSystem  string     `json:"publisher_system"`
+	PublisherService string     `json:"publisher_service"`
+	Topic            string     `json:"topic"`
+	Partition        int32      `json:"partition"`
+	Offset           int64      `json:"offset"`
+	MessageType      *string    `json:"message_type"`
+	CausingMessage   string     `json:"causing_message"`
+	Attempt          int        `json:"attempt"`
+	GroupID          int64      `json:"group_id"`
+	KeySize          *int       `json:"key_size"`
+	ValueSize        int        `json:"value_size"`
+	NextAttemptAt    *time.Time `json:"next_attempt_at"`
+	ResentAt         *time.Time `json:"resent_at"`
+	ClosedAt         *time.Time `json:"closed_at"`
+	EventCreated     time.Time  `json:"event_created"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+}
+
+func summaryJSON(s *store.FailureSummary) failureSummary {
+	return failureSummary{
+		ID: s.ID, State: string(s.State), StateReason: s.StateReason, Temporality: string(s.Temporality),
+		ErrorCode: s.ErrorCode, ErrorMessage: s.ErrorMessage, PublisherSystem: s.PublisherSystem,
+		PublisherService: s.PublisherService, Topic: s.Topic, Partition: s.Partition, Offset: s.Offset,
+		MessageType: s.MessageType, CausingMessage: s.CausingMessage, Attempt: s.Attempt, GroupID: s.GroupID,
+		KeySize: s.KeySize, ValueSize: s.ValueSize, NextAttemptAt: s.NextAttemptAt, ResentAt: s.ResentAt,
+		ClosedAt: s.ClosedAt, EventCreated: s.EventCreated, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+	}
+}
+
+func summariesJSON(in []store.FailureSummary) []failureSummary {
+	out := make([]failureSummary, len(in))
+	for i := range in {
+		out[i] = summaryJSON(&in[i])
+	}
+	return out
+}
+
+// page is a list response.
+type page[T any] struct {
+	Data       []T     `json:"data"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// listFailures serves GET /failures.
+func (a *api) listFailures(w http.ResponseWriter, r *http.Request) {
+	q, err := parseQuery(r, map[string]bool{"state": true, "temporality": true}, filterParams, listParams)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	f, err := filterFromQuery(q)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	order, err := parseSort(q)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	limit, err := parseLimit(q, defaultPageSize)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	p := store.ListParams{Filter: f, Order: order, Limit: limit}
+	if c := q.Get("cursor"); c != "" {
+		if p.After, err = decodeFailureCursor(c, order); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+	}
+	ctx, cancel := a.queryContext(r)
+	defer cancel()
+	rows, more, err := a.store.ListFailures(ctx, p)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	resp := page[failureSummary]{Data: summariesJSON(rows)}
+	if more {
+		c := encodeFailureCursor(rows[len(rows)-1].Position(), order)
+		resp.NextCursor = &c
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// bytesJSON shows stored bytes: base64 always, text when they are printable UTF-8.
+type bytesJSON struct {
+	// Size is the full length in bytes.
+	Size int `json:"size"`
+	// Base64 holds the bytes (at most the inline limit).
+	Base64 string `json:"base64"`
+	// Text holds the same bytes as text when they are printable UTF-8; null otherwise.
+	Text *string `json:"text"`
+	// Truncated is true when Base64 and Text hold only the first bytes.
+	Truncated bool `json:"truncated"`
+}
+
+func newBytesJSON(b []byte, limit int) *bytesJSON {
+	if b == nil {
+		return nil
+	}
+	out := &bytesJSON{Size: len(b)}
+	if len(b) > limit {
+		b, out.Truncated = b[:limit], true
+	}
+	out.Base64 = base64.StdEncoding.EncodeToString(b)
+	out.Text = printable(b, out.Truncated)
+	return out
+}
+
+// printable returns b as text when it is UTF-8 without control characters other than tab,
+// newline and carriage return; cut says b may end inside a character.
+func printable(b []byte, cut bool) *string {
+	if cut {
+		// Drop a partial rune at the end of a cut.
+		for i := 0; i < utf8.UTFMax && len(b) > 0; i++ {
+			if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size != 1 {
+				break
+			}
+			b = b[:len(b)-1]
+		}
+	}
+	if !utf8.Valid(b) {
+		return nil
+	}
+	s := string(b)
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+			return nil
+		}
+	}
+	return &s
+}
+
+// headerJSON is one original record header, in order.
+type headerJSON struct {
+	Name string `json:"name"`
+	// Value is null for a null header value.
+	Value *bytesJSON `json:"value"`
+}
+
+// messageJSON is the failed message's metadata, where known.
+type messageJSON struct {
+	ID            *string    `json:"id"`
+	IdempotenceID *string    `json:"idempotence_id"`
+	Created       *time.Time `json:"created"`
+	System        *string    `json:"system"`
+	Service       *string    `json:"service"`
+	Type          *string    `json:"type"`
+	TypeVersion   *string    `json:"type_version"`
+}
+
+// auditJSON is one audit log entry.
+type auditJSON struct {
+	ID        int64          `json:"id"`
+	FailureID *uuid.UUID     `json:"failure_id"`
+	GroupID   *int64         `json:"group_id"`
+	Action    string         `json:"action"`
+	Principal string         `json:"principal"`
+	Reason    *string        `json:"reason"`
+	Details   map[string]any `json:"details"`
+	At        time.Time      `json:"at"`
+}
+
+func auditListJSON(in []store.AuditEntry) []auditJSON {
+	out := make([]auditJSON, len(in))
+	for i, e := range in {
+		out[i] = auditJSON{ID: e.ID, FailureID: e.FailureID, GroupID: e.GroupID, Action: e.Action,
+			Principal: e.Principal, Reason: e.Reason, Details: e.Details, At: e.At}
+	}
+	return out
+}
+
+// failureDetail is everything stored about a failure.
+type failureDetail struct {
+	failureSummary
+	ErrorDescription *string          `json:"error_description"`
+	StackTrace       *string          `json:"stack_trace"`
+	StackTraceHash   *string          `json:"stack_trace_hash"`
+	EventID          string           `json:"event_id"`
+	IdempotenceID    string           `json:"idempotence_id"`
+	ProcessID        *string          `json:"process_id"`
+	Message          messageJSON      `json:"message"`
+	Key              *bytesJSON       `json:"key"`
+	Value            *bytesJSON       `json:"value"`
+	Headers          []headerJSON     `json:"headers"`
+	ResendFailures   int              `json:"resend_failures"`
+	LastResendError  *string          `json:"last_resend_error"`
+	LeaseOwner       *string          `json:"lease_owner"`
+	LeaseUntil       *time.Time       `json:"lease_until"`
+	ClosedReason     *string          `json:"closed_reason"`
+	ClosedBy         *string          `json:"closed_by"`
+	Attempts         []failureSummary `json:"attempts"`
+	Audit            []auditJSON      `json:"audit"`
+}
+
+// getFailure serves GET /failures/{id}.
+func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		_, err = parseQuery(r, nil)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	ctx, cancel := a.queryContext(r)
+	defer cancel()
+	d, err := a.store.FailureByID(ctx, id)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	chain, err := a.store.AttemptChain(ctx, d.CausingMessage, maxChain)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	audit, err := a.store.FailureAudit(ctx, id, maxAudit)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	f := &d.Failure
+	limit := a.cfg.InlinePayloadBytes
+	var keySize *int
+	if f.Key != nil {
+		n := len(f.Key)
+		keySize = &n
+	}
+	out := failureDetail{
+		failureSummary: summaryJSON(&store.FailureSummary{
+			ID: f.ID, State: f.State, StateReason: d.StateReason, Temporality: f.Temporality, ErrorCode: f.ErrorCode,
+			ErrorMessage: f.ErrorMessage, PublisherSystem: f.PublisherSystem, PublisherService: f.PublisherService,
+			Topic: f.Topic, Partition: f.Partition, Offset: f.Offset, MessageType: f.MessageType,
+			CausingMessage: f.CausingMessage, Attempt: f.Attempt, GroupID: f.GroupID, KeySize: keySize,
+			ValueSize: len(f.Value), NextAttemptAt: f.NextAttemptAt, ResentAt: f.ResentAt, ClosedAt: f.ClosedAt,
+			EventCreated: f.EventCreated, CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
+		}),
+		ErrorDescription: f.ErrorDescription, StackTrace: f.StackTrace, StackTraceHash: f.StackTraceHash,
+		EventID: f.EventID, IdempotenceID: f.IdempotenceID, ProcessID: f.ProcessID,
+		Message: messageJSON{ID: f.MessageID, IdempotenceID: f.MessageIdempotenceID, Created: f.MessageCreated,
+			System: f.MessageSystem, Service: f.MessageService, Type: f.MessageType, TypeVersion: f.MessageTypeVersion},
+		Key:             newBytesJSON(f.Key, limit),
+		Value:           newBytesJSON(f.Value, limit),
+		Headers:         make([]headerJSON, len(f.Headers)),
+		ResendFailures:  f.ResendFailures,
+		LastResendError: f.LastResendError,
+		LeaseOwner:      d.LeaseOwner,
+		LeaseUntil:      d.LeaseUntil,
+		ClosedReason:    f.ClosedReason,
+		ClosedBy:        f.ClosedBy,
+		Attempts:        summariesJSON(chain),
+		Audit:           auditListJSON(audit),
+	}
+	for i, h := range f.Headers {
+		out.Headers[i] = headerJSON{Name: h.Name, Value: newBytesJSON(h.Value, limit)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,382 @@
+package api_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
+	"github.com/google/uuid"
+	"github.com/linkedin/goavro/v2"
+
+	"github.com/redrive/redrive/api"
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/store"
+)
+
+type summary struct {
+	ID           uuid.UUID `json:"id"`
+	State        string    `json:"state"`
+	Topic        string    `json:"topic"`
+	ErrorMessage string    `json:"error_message"`
+	KeySize      *int      `json:"key_size"`
+	ValueSize    int       `json:"value_size"`
+	CreatedAt    time.Time `json:"created_at"`
+	GroupID      int64     `json:"group_id"`
+}
+
+type failurePage struct {
+	Data       []summary `json:"data"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+func (e *env) list(query string) failurePage {
+	e.t.Helper()
+	r := e.do("GET", "/api/v1/failures?"+query, viewerToken, nil)
+	if r.status != http.StatusOK {
+		e.t.Fatalf("GET /failures?%s = %d %s", query, r.status, r.body)
+	}
+	var p failurePage
+	r.json(e.t, &p)
+	return p
+}
+
+func ids(p failurePage) []uuid.UUID {
+	out := make([]uuid.UUID, len(p.Data))
+	for i, s := range p.Data {
+		out[i] = s.ID
+	}
+	return out
+}
+
+func TestListFilters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	base := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
+	a := e.insert(row{State: store.StateRetryPending, Temporality: avro.Temporary, Topic: "payments",
+		ErrorMessage: "Timeout talking to ledger", CreatedAt: base, Key: []byte{0x00, 0xff, 0x10}})
+	b := e.insert(row{PublisherSystem: "crm", PublisherService: "crm-api", ErrorCode: "WRONG_EVENT_TYPE",
+		MessageType: "CustomerMoved", CreatedAt: base.Add(time.Hour), Key: []byte("cust 1/ä")})
+	c := e.insert(row{State: store.StateClosed, Temporality: avro.Unknown, ErrorMessage: "NPE in LEDGER",
+		CreatedAt: base.Add(2 * time.Hour), NullKey: true})
+	var groupB int64
+	if err := e.pool.QueryRow(context.Background(), "SELECT group_id FROM failures WHERE id = $1", b).Scan(&groupB); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		query string
+		want  []uuid.UUID
+	}{
+		{"", []uuid.UUID{c, b, a}},
+		{"sort=oldest", []uuid.UUID{a, b, c}},
+		{"state=PERMANENT", []uuid.UUID{b}},
+		{"state=PERMANENT&state=RETRY_PENDING", []uuid.UUID{b, a}},
+		{"state=closed,retry_pending", []uuid.UUID{c, a}},
+		{"temporality=TEMPORARY", []uuid.UUID{a}},
+		{"temporality=UNKNOWN&temporality=PERMANENT", []uuid.UUID{c, b}},
+		{"topic=payments", []uuid.UUID{a}},
+		{"publisher_system=crm", []uuid.UUID{b}},
+		{"publisher_service=crm-api", []uuid.UUID{b}},
+		{"error_code=WRONG_EVENT_TYPE", []uuid.UUID{b}},
+		{"message_type=CustomerMoved", []uuid.UUID{b}},
+		{"group_id=" + fmt.Sprint(groupB), []uuid.UUID{b}},
+		{"key=" + url.QueryEscape("cust 1/ä"), []uuid.UUID{b}},
+		{"key_base64=" + url.QueryEscape(base64.StdEncoding.EncodeToString([]byte{0x00, 0xff, 0x10})), []uuid.UUID{a}},
+		{"key_base64=" + base64.RawURLEncoding.EncodeToString([]byte{0x00, 0xff, 0x10}), []uuid.UUID{a}},
+		{"q=ledger", []uuid.UUID{c, a}},
+		{"q=" + url.QueryEscape("%"), nil},
+		{"created_from=2024-06-01T01:00:00Z", []uuid.UUID{c, b}},
+		{"created_to=2024-06-01T01:00:00Z", []uuid.UUID{a}},
+		{"created_from=2024-06-01T02:00:00%2B01:00&created_to=2024-06-01T03:00:00%2B01:00", []uuid.UUID{b}},
+		{"state=RETRY_PENDING&topic=payments&q=timeout", []uuid.UUID{a}},
+		{"topic=" + url.QueryEscape("x'; DROP TABLE failures; --"), nil},
+		{"q=" + url.QueryEscape("' OR 1=1 --"), nil},
+	} {
+		if got := ids(e.list(tc.query)); !slices.Equal(got, tc.want) {
+			t.Errorf("?%s: got %v, want %v", tc.query, got, tc.want)
+		}
+	}
+	p := e.list("limit=1&topic=payments")
+	if s := p.Data[0]; s.KeySize == nil || *s.KeySize != 3 || s.ValueSize != 11 || s.Topic != "payments" || p.NextCursor != nil {
+		t.Errorf("summary = %+v, next %v", s, p.NextCursor)
+	}
+	// A summary carries no payload bytes.
+	r := e.do("GET", "/api/v1/failures?topic=payments", viewerToken, nil)
+	for _, field := range []string{`"key"`, `"value"`, `"headers"`, `"stack_trace"`} {
+		if strings.Contains(string(r.body), field+":") {
+			t.Errorf("list item has %s: %s", field, r.body)
+		}
+	}
+}
+
+// Paging through 10,000 rows returns each once, in order, while rows are inserted.
+func TestPaginationOverTenThousandRows(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	const n = 10000
+	base := time.Now().Add(-time.Hour)
+	e.seed(n, base)
+
+	for _, sort := range []string{"newest", "oldest"} {
+		stop := make(chan struct{})
+		var (
+			wg       sync.WaitGroup
+			inserted atomic.Int64
+		)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e.seedConcurrent()
+				inserted.Add(1)
+			}
+		}()
+		seen := map[uuid.UUID]bool{}
+		var (
+			prev   *summary
+			cursor string
+			seeded int
+		)
+		for pages := 0; ; pages++ {
+			if pages > n/500+100 {
+				t.Fatalf("%s: too many pages", sort)
+			}
+			q := "limit=500&sort=" + sort
+			if cursor != "" {
+				q += "&cursor=" + cursor
+			}
+			p := e.list(q)
+			for i := range p.Data {
+				s := p.Data[i]
+				if seen[s.ID] {
+					t.Fatalf("%s: %s listed twice", sort, s.ID)
+				}
+				seen[s.ID] = true
+				if !s.CreatedAt.Before(base.Add(30 * time.Minute)) {
+					continue // inserted during the test
+				}
+				seeded++
+				if prev != nil {
+					less := prev.CreatedAt.Before(s.CreatedAt) || prev.CreatedAt.Equal(s.CreatedAt) && prev.ID.String() < s.ID.String()
+					if less != (sort == "oldest") {
+						t.Fatalf("%s: %v (%s) listed before %v (%s)", sort, prev.CreatedAt, prev.ID, s.CreatedAt, s.ID)
+					}
+				}
+				prev = &s
+			}
+			if p.NextCursor == nil {
+				break
+			}
+			cursor = *p.NextCursor
+		}
+		close(stop)
+		wg.Wait()
+		if seeded != n {
+			t.Errorf("%s: listed %d of the %d seeded rows", sort, seeded, n)
+		}
+		if inserted.Load() == 0 {
+			t.Errorf("%s: no row was inserted concurrently", sort)
+		}
+	}
+}
+
+// seedConcurrent inserts one row created now, as intake does while operators page.
+func (e *env) seedConcurrent() {
+	_, err := e.pool.Exec(context.Background(), `
+		INSERT INTO failures (state, temporality, error_code, error_message, event_id, idempotence_id,
+			event_created, publisher_system, publisher_service, original_topic, original_partition,
+			original_offset, original_value, causing_message, group_id)
+		SELECT 'PERMANENT', 'PERMANENT', 'LIVE', 'live', gen_random_uuid()::text, gen_random_uuid()::text,
+			now(), 'seed', 'seed', 'live', 0, 0, '\x00'::bytea, gen_random_uuid()::text, min(id)
+		FROM failure_groups`)
+	if err != nil {
+		e.t.Error(err)
+	}
+}
+
+type bytesView struct {
+	Size      int     `json:"size"`
+	Base64    string  `json:"base64"`
+	Text      *string `json:"text"`
+	Truncated bool    `json:"truncated"`
+}
+
+type detailView struct {
+	summary
+	StackTrace *string    `json:"stack_trace"`
+	Key        *bytesView `json:"key"`
+	Value      *bytesView `json:"value"`
+	Headers    []struct {
+		Name  string     `json:"name"`
+		Value *bytesView `json:"value"`
+	} `json:"headers"`
+	Message struct {
+		Type *string `json:"type"`
+	} `json:"message"`
+	Attempts []summary `json:"attempts"`
+	Audit    []struct {
+		Action    string         `json:"action"`
+		Principal string         `json:"principal"`
+		Reason    *string        `json:"reason"`
+		Details   map[string]any `json:"details"`
+	} `json:"audit"`
+}
+
+func TestGetFailure(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *api.Config) { c.InlinePayloadBytes = 8 })
+	base := time.Now().Add(-time.Hour)
+	first := e.insert(row{State: store.StateResent, Causing: "order-9", Attempt: 1, CreatedAt: base})
+	id := e.insert(row{Causing: "order-9", Attempt: 2, CreatedAt: base.Add(time.Minute), Key: []byte("k-1"),
+		Value:       []byte("0123456789abcdef"),
+		HeaderNames: []string{"trace", "bin", "trace", "none"}, HeaderValues: [][]byte{[]byte("t1"), {0x00, 0x01}, []byte("t2"), nil}})
+	if r := e.do("POST", "/api/v1/failures/"+id.String()+"/close", operatorToken, map[string]string{"reason": "known"}); r.status != 200 {
+		t.Fatalf("close = %d %s", r.status, r.body)
+	}
+	r := e.do("GET", "/api/v1/failures/"+id.String(), viewerToken, nil)
+	if r.status != 200 {
+		t.Fatalf("GET = %d %s", r.status, r.body)
+	}
+	var d detailView
+	r.json(t, &d)
+	if d.ID != id || d.State != "CLOSED" || d.Key.Size != 3 || *d.Key.Text != "k-1" || d.Key.Truncated {
+		t.Errorf("detail = %+v key %+v", d.summary, d.Key)
+	}
+	if d.Value.Size != 16 || !d.Value.Truncated || *d.Value.Text != "01234567" || d.Value.Base64 != base64.StdEncoding.EncodeToString([]byte("01234567")) {
+		t.Errorf("value = %+v", d.Value)
+	}
+	if len(d.Headers) != 4 || d.Headers[0].Name != "trace" || *d.Headers[0].Value.Text != "t1" ||
+		d.Headers[1].Value.Text != nil || d.Headers[1].Value.Base64 != "AAE=" || *d.Headers[2].Value.Text != "t2" || d.Headers[3].Value != nil {
+		t.Errorf("headers = %+v", d.Headers)
+	}
+	if len(d.Attempts) != 2 || d.Attempts[0].ID != first || d.Attempts[1].ID != id {
+		t.Errorf("attempts = %+v", d.Attempts)
+	}
+	if len(d.Audit) != 1 || d.Audit[0].Action != "close" || d.Audit[0].Principal != "otto" || *d.Audit[0].Reason != "known" {
+		t.Errorf("audit = %+v", d.Audit)
+	}
+	if *d.Message.Type != "OrderCreated" {
+		t.Errorf("message = %+v", d.Message)
+	}
+	nullKey := e.insert(row{NullKey: true})
+	r = e.do("GET", "/api/v1/failures/"+nullKey.String(), viewerToken, nil)
+	if !strings.Contains(string(r.body), `"key":null`) || !strings.Contains(string(r.body), `"key_size":null`) {
+		t.Errorf("null key detail: %s", r.body)
+	}
+	if r := e.do("GET", "/api/v1/failures/"+uuid.NewString(), viewerToken, nil); r.status != 404 {
+		t.Errorf("unknown id = %d", r.status)
+	} else {
+		r.problem(t)
+	}
+}
+
+func TestPayloadFormats(t *testing.T) {
+	t.Parallel()
+	reg, err := schemaregistry.NewClient(schemaregistry.NewConfig("mock://api-payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := `{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"},{"name":"note","type":["null","string"],"default":null}]}`
+	schemaID, err := reg.Register("orders-value", schemaregistry.SchemaInfo{Schema: schema}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec, err := goavro.NewCodec(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	datum, err := codec.BinaryFromNative(nil, map[string]any{"id": int64(7), "note": goavro.Union("string", "rush")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	framed := append([]byte{0, 0, 0, 0, 0}, datum...)
+	binary.BigEndian.PutUint32(framed[1:5], uint32(schemaID))
+	unknownID := append([]byte{0, 0, 0, 3, 0xe7}, datum...)
+	trailing := append(append([]byte(nil), framed...), 0x01)
+
+	e := newEnv(t, func(c *api.Config) { c.Registry = reg })
+	jsonID := e.insert(row{Value: []byte(`{"a":[1,2],"b":"x"}`), Key: []byte{0xde, 0xad}})
+	avroID := e.insert(row{Value: framed, NullKey: true})
+	unknownSchema := e.insert(row{Value: unknownID})
+	trailingID := e.insert(row{Value: trailing})
+
+	get := func(id uuid.UUID, query string) *response {
+		return e.do("GET", "/api/v1/failures/"+id.String()+"/payload?"+query, viewerToken, nil)
+	}
+	r := get(jsonID, "")
+	if r.status != 200 || r.header.Get("Content-Type") != "application/octet-stream" || string(r.body) != `{"a":[1,2],"b":"x"}` {
+		t.Errorf("raw value = %d %q %q", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	if r = get(jsonID, "part=key&format=raw"); r.status != 200 || string(r.body) != "\xde\xad" {
+		t.Errorf("raw key = %d %q", r.status, r.body)
+	}
+	if r = get(jsonID, "part=key&format=hex"); r.status != 200 || string(r.body) != hex.Dump([]byte{0xde, 0xad}) ||
+		!strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") {
+		t.Errorf("hex key = %d %q", r.status, r.body)
+	}
+	if r = get(jsonID, "format=json"); r.status != 200 || string(r.body) != "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": \"x\"\n}\n" {
+		t.Errorf("json value = %d %q", r.status, r.body)
+	}
+	if r = get(avroID, "format=avro"); r.status != 200 {
+		t.Fatalf("avro value = %d %s", r.status, r.body)
+	}
+	var av struct {
+		SchemaID int            `json:"schema_id"`
+		Value    map[string]any `json:"value"`
+	}
+	r.json(t, &av)
+	if av.SchemaID != schemaID || av.Value["id"] != float64(7) || fmt.Sprint(av.Value["note"]) != "map[string:rush]" {
+		t.Errorf("avro = %+v", av)
+	}
+	for _, tc := range []struct {
+		id     uuid.UUID
+		query  string
+		status int
+		detail string
+	}{
+		{avroID, "format=json", 422, "not JSON"},
+		{jsonID, "format=avro", 422, "Confluent framing"},
+		{unknownSchema, "format=avro", 422, "schema id 999"},
+		{trailingID, "format=avro", 422, "after the Avro datum"},
+		{avroID, "part=key", 404, "key is null"},
+		{uuid.New(), "", 404, "not found"},
+	} {
+		r := get(tc.id, tc.query)
+		if p := r.problem(t); r.status != tc.status || !strings.Contains(p.Detail, tc.detail) {
+			t.Errorf("%s?%s = %d %q, want %d with %q", tc.id, tc.query, r.status, p.Detail, tc.status, tc.detail)
+		}
+	}
+	// Without a registry, format=avro does not apply.
+	e2 := newEnv(t, nil)
+	id := e2.insert(row{Value: framed})
+	r = e2.do("GET", "/api/v1/failures/"+id.String()+"/payload?format=avro", viewerToken, nil)
+	if p := r.problem(t); r.status != 422 || !strings.Contains(p.Detail, "no schema registry") {
+		t.Errorf("avro without registry = %d %s", r.status, p.Detail)
+	}
+}
+
+// A query that outlives the timeout is a 503 that asks to narrow the filter.
+func TestQueryTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *api.Config) { c.QueryTimeout = time.Nanosecond })
+	e.insert(row{})
+	r := e.do("GET", "/api/v1/failures?q=decode", viewerToken, nil)
+	if p := r.problem(t); r.status != 503 || !strings.Contains(p.Detail, "narrow the filter") {
+		t.Errorf("timed out list = %d %+v", r.status, p)
+	}
+}

@@ -1,0 +1,339 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/api"
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/store"
+)
+
+// Tokens of the test server, one per role.
+const (
+	viewerToken   = "viewer-token-0123456789"
+	operatorToken = "operator-token-0123456789"
+	adminToken    = "admin-token-0123456789"
+)
+
+// env is an API handler on a fresh database.
+type env struct {
+	t        *testing.T
+	pool     *pgxpool.Pool
+	store    *store.Store
+	handler  http.Handler
+	resender *fakeResender
+}
+
+func testTokens(t testing.TB) []api.Token {
+	t.Helper()
+	tokens, err := api.ParseTokens("vera:viewer:" + viewerToken + ",otto:operator:" + operatorToken + "\nada:admin:" + api.HashToken(adminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tokens
+}
+
+// newEnv returns a handler with bearer tokens for each role and a fake resender; mod may
+// change the config first.
+func newEnv(t *testing.T, mod func(*api.Config)) *env {
+	t.Helper()
+	pool := testkit.Postgres(t)
+	s, err := store.New(store.Config{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, pool: pool, store: s}
+	e.resender = &fakeResender{pool: pool, fail: map[uuid.UUID]bool{}}
+	cfg := api.Config{Store: s, Resender: e.resender, Auth: api.AuthConfig{Tokens: testTokens(t)}, StatsMaxAge: time.Nanosecond}
+	if mod != nil {
+		mod(&cfg)
+	}
+	h, err := api.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.handler = h
+	return e
+}
+
+// response is a recorded response.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r *response) json(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+func (r *response) problem(t testing.TB) api.Problem {
+	t.Helper()
+	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("status %d with Content-Type %q, want application/problem+json: %s", r.status, ct, r.body)
+	}
+	var p api.Problem
+	r.json(t, &p)
+	if p.Status != r.status || p.Title == "" {
+		t.Fatalf("problem %+v does not match status %d", p, r.status)
+	}
+	return p
+}
+
+// do sends a request with token (none when ""); a string body is sent as JSON.
+func (e *env) do(method, path, token string, body any) *response {
+	e.t.Helper()
+	return doRequest(e.t, e.handler, method, path, token, body, nil)
+}
+
+func doRequest(t testing.TB, h http.Handler, method, path, token string, body any, mod func(*http.Request)) *response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if mod != nil {
+		mod(req)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return &response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
+}
+
+// row describes a failure row; zero fields get defaults.
+type row struct {
+	State            store.State
+	Temporality      avro.Temporality
+	Topic            string
+	ErrorCode        string
+	ErrorMessage     string
+	PublisherSystem  string
+	PublisherService string
+	MessageType      string
+	Causing          string
+	Attempt          int
+	Key              []byte
+	NullKey          bool
+	Value            []byte
+	HeaderNames      []string
+	HeaderValues     [][]byte
+	CreatedAt        time.Time
+}
+
+// insert stores r (and its group) and returns its id.
+func (e *env) insert(r row) uuid.UUID {
+	e.t.Helper()
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	if r.State == "" {
+		r.State = store.StatePermanent
+	}
+	if r.Temporality == "" {
+		r.Temporality = avro.Permanent
+	}
+	def(&r.Topic, "orders")
+	def(&r.ErrorCode, "DESERIALIZATION_FAILED")
+	def(&r.ErrorMessage, "cannot decode record")
+	def(&r.PublisherSystem, "shop")
+	def(&r.PublisherService, "order-service")
+	def(&r.MessageType, "OrderCreated")
+	id := uuid.New()
+	def(&r.Causing, "msg-"+id.String())
+	if r.Attempt == 0 {
+		r.Attempt = 1
+	}
+	if r.Key == nil && !r.NullKey {
+		r.Key = []byte("key-" + id.String()[:8])
+	}
+	if r.Value == nil {
+		r.Value = []byte(`{"order":1}`)
+	}
+	if r.HeaderNames == nil {
+		r.HeaderNames, r.HeaderValues = []string{}, [][]byte{}
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = time.Now()
+	}
+	var next *time.Time
+	if r.State == store.StateRetryPending {
+		n := r.CreatedAt.Add(time.Hour)
+		next = &n
+	}
+	var reason *string
+	if r.State == store.StateClosed {
+		s := "closed before"
+		reason = &s
+	}
+	ctx := context.Background()
+	var groupID int64
+	err := e.pool.QueryRow(ctx, `
+		INSERT INTO failure_groups (publisher_service, message_type, error_code) VALUES ($1, $2, $3)
+		ON CONFLICT (publisher_service, message_type, error_code, stack_trace_hash)
+		DO UPDATE SET last_seen = failure_groups.last_seen
+		RETURNING id`, r.PublisherService, r.MessageType, r.ErrorCode).Scan(&groupID)
+	if err != nil {
+		e.t.Fatalf("insert group: %v", err)
+	}
+	_, err = e.pool.Exec(ctx, `
+		INSERT INTO failures (id, state, temporality, error_code, error_message, event_id, idempotence_id,
+			event_created, publisher_system, publisher_service, original_topic, original_partition,
+			original_offset, original_key, original_value, header_names, header_values, message_type,
+			causing_message, attempt, next_attempt_at, closed_reason, group_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 2, 42, $12, $13, $14, $15, $16, $17, $18,
+			$19, $20, $21, $22)`,
+		id, r.State, r.Temporality, r.ErrorCode, r.ErrorMessage, uuid.NewString(), id.String(),
+		r.CreatedAt, r.PublisherSystem, r.PublisherService, r.Topic, r.Key, r.Value, r.HeaderNames,
+		r.HeaderValues, r.MessageType, r.Causing, r.Attempt, next, reason, groupID, r.CreatedAt)
+	if err != nil {
+		e.t.Fatalf("insert failure: %v", err)
+	}
+	return id
+}
+
+// seed inserts n failures in one statement, created one per millisecond from base in
+// batches of three sharing a created_at (so ties are broken by id), cycling through states
+// and topics.
+func (e *env) seed(n int, base time.Time) {
+	e.t.Helper()
+	ctx := context.Background()
+	var groupID int64
+	if err := e.pool.QueryRow(ctx, `
+		INSERT INTO failure_groups (publisher_service, message_type, error_code) VALUES ('seed', 'Seed', 'SEED')
+		ON CONFLICT (publisher_service, message_type, error_code, stack_trace_hash) DO UPDATE SET note = failure_groups.note
+		RETURNING id`).Scan(&groupID); err != nil {
+		e.t.Fatal(err)
+	}
+	_, err := e.pool.Exec(ctx, `
+		INSERT INTO failures (state, temporality, error_code, error_message, event_id, idempotence_id,
+			event_created, publisher_system, publisher_service, original_topic, original_partition,
+			original_offset, original_value, causing_message, group_id, created_at, closed_reason)
+		SELECT (ARRAY['PERMANENT','RESENT','CLOSED'])[1 + i % 3], 'PERMANENT', 'SEED', 'seeded ' || i,
+			gen_random_uuid()::text, gen_random_uuid()::text, $2::timestamptz, 'seed', 'seed', 'seed-' || (i % 4), 0, i,
+			'\x00'::bytea, 'seed-' || i, $3, $2::timestamptz + (i / 3) * interval '1 millisecond',
+			CASE WHEN i % 3 = 2 THEN 'seed' END
+		FROM generate_series(1, $1) AS i`, n, base, groupID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// checksum sums up everything an API request could change.
+func (e *env) checksum() string {
+	e.t.Helper()
+	var sum string
+	err := e.pool.QueryRow(context.Background(), `
+		SELECT coalesce((SELECT md5(string_agg(id::text || state || coalesce(closed_reason, '') || coalesce(closed_by, '') ||
+			updated_at::text, ',' ORDER BY id)) FROM failures), '') ||
+		       coalesce((SELECT md5(string_agg(id::text || coalesce(ticket, '') || coalesce(note, '') || updated_at::text, ',' ORDER BY id))
+			FROM failure_groups), '') ||
+		       (SELECT count(*) FROM audit_log)::text`).Scan(&sum)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sum
+}
+
+func (e *env) state(id uuid.UUID) store.State {
+	e.t.Helper()
+	var s store.State
+	if err := e.pool.QueryRow(context.Background(), "SELECT state FROM failures WHERE id = $1", id).Scan(&s); err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// fakeResender marks resendable failures RESENT in the database, as the real resender does
+// after the broker's acknowledgement, and writes an audit entry per id.
+type fakeResender struct {
+	pool *pgxpool.Pool
+
+	mu    sync.Mutex
+	calls [][]uuid.UUID
+	fail  map[uuid.UUID]bool // ids whose resend fails
+	err   error              // returned for every call when set
+}
+
+func (f *fakeResender) Resend(ctx context.Context, ids []uuid.UUID, principal, reason string) ([]api.ItemOutcome, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, ids)
+	err := f.err
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var out []api.ItemOutcome
+	seen := map[uuid.UUID]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		var state store.State
+		err := f.pool.QueryRow(ctx, "SELECT state FROM failures WHERE id = $1", id).Scan(&state)
+		o := api.ItemOutcome{ID: id, State: state}
+		f.mu.Lock()
+		failing := f.fail[id]
+		f.mu.Unlock()
+		switch {
+		case err != nil:
+			o.Outcome, o.Detail = api.OutcomeNotFound, "no failure has this id"
+		case !state.Resendable():
+			o.Outcome, o.Detail = api.OutcomeConflict, "failure is "+string(state)
+		case failing:
+			o.Outcome, o.Detail = api.OutcomeFailed, "broker: not enough replicas"
+		default:
+			if _, err := f.pool.Exec(ctx, "UPDATE failures SET state = 'RESENT', resent_at = now() WHERE id = $1", id); err != nil {
+				return nil, err
+			}
+			o.Outcome = api.OutcomeResent
+		}
+		if _, err := f.pool.Exec(ctx, `INSERT INTO audit_log (failure_id, action, principal, reason, details)
+			VALUES ($1, 'retry', $2, nullif($3, ''), jsonb_build_object('outcome', $4::text))`, id, principal, reason, string(o.Outcome)); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func (f *fakeResender) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}

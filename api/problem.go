@@ -1,0 +1,120 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/redrive/redrive/store"
+)
+
+// Problem is an RFC 9457 problem document, the body of every error response
+// (application/problem+json).
+type Problem struct {
+	// Type is "about:blank": the status says what kind of problem it is.
+	Type string `json:"type"`
+	// Title is the status text.
+	Title string `json:"title"`
+	// Status is the HTTP status code.
+	Status int `json:"status"`
+	// Detail explains this occurrence, naming the bad field when there is one.
+	Detail string `json:"detail,omitempty"`
+	// Field is the request field (query parameter, path parameter or JSON member) at fault.
+	Field string `json:"field,omitempty"`
+	// Instance is the request path.
+	Instance string `json:"instance,omitempty"`
+}
+
+// statusClientClosed is the (non-standard) status logged for a request whose client went away.
+const statusClientClosed = 499
+
+// requestError is a client error with the status to answer and the field at fault.
+type requestError struct {
+	status int
+	field  string
+	detail string
+}
+
+func (e *requestError) Error() string {
+	if e.field != "" {
+		return e.field + ": " + e.detail
+	}
+	return e.detail
+}
+
+// badRequest returns a 400 error naming field.
+func badRequest(field, format string, args ...any) error {
+	return &requestError{status: http.StatusBadRequest, field: field, detail: fmt.Sprintf(format, args...)}
+}
+
+// unprocessable returns a 422 error naming field.
+func unprocessable(field, format string, args ...any) error {
+	return &requestError{status: http.StatusUnprocessableEntity, field: field, detail: fmt.Sprintf(format, args...)}
+}
+
+// writeProblem writes a problem document. The detail (and field, when given) name what is wrong.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, field, detail string) {
+	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Field: field, Detail: detail}
+	if status == statusClientClosed {
+		p.Title = "Client Closed Request"
+	}
+	if field != "" && detail != "" {
+		p.Detail = field + ": " + detail
+	}
+	if r != nil {
+		p.Instance = r.URL.Path
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// fail answers err as a problem: client errors with their status and detail, domain errors of
+// the store mapped to 400/404/409, timeouts as 503, and anything else as a 500 whose detail
+// does not leak internal text (the error is logged).
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		re *requestError
+		fe *store.FilterError
+		te *store.TransitionError
+	)
+	switch {
+	case errors.As(err, &re):
+		writeProblem(w, r, re.status, re.field, re.detail)
+	case errors.As(err, &fe):
+		writeProblem(w, r, http.StatusBadRequest, fe.Field, fe.Detail)
+	case errors.Is(err, store.ErrNotFound):
+		writeProblem(w, r, http.StatusNotFound, "", "not found")
+	case errors.As(err, &te):
+		writeProblem(w, r, http.StatusConflict, "", te.Error()+": allowed only from RETRY_PENDING or PERMANENT")
+	case errors.Is(err, store.ErrConflict):
+		writeProblem(w, r, http.StatusConflict, "", "not allowed in the failure's current state")
+	case errors.Is(err, ErrResendUnavailable):
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, r, http.StatusServiceUnavailable, "", "resending is not available right now: "+err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		a.log.Warn("api: query timed out", "path", r.URL.Path, "query", r.URL.RawQuery, "timeout", a.cfg.QueryTimeout)
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, r, http.StatusServiceUnavailable, "",
+			fmt.Sprintf("the query took longer than %s: narrow the filter (e.g. with created_from, topic or state)", a.cfg.QueryTimeout))
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+		writeProblem(w, r, statusClientClosed, "", "request canceled")
+	default:
+		a.log.Error("api: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeProblem(w, r, http.StatusInternalServerError, "", "internal error; the server log has the details")
+	}
+}
+
+// writeJSON writes v as a JSON response with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,249 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Audit log actions written by the store on an operator's request.
+const (
+	// AuditActionClose is the action of closing a failure.
+	AuditActionClose = "close"
+	// AuditActionGroupUpdate is the action of editing a group's ticket or note.
+	AuditActionGroupUpdate = "group_update"
+)
+
+// MaxCloseIDs bounds the ids of one CloseFailures call.
+const MaxCloseIDs = 1000
+
+// CloseOutcome is what became of one failure that an operator asked to close.
+type CloseOutcome string
+
+// The outcomes of a close.
+const (
+	// CloseClosed: the failure is now CLOSED.
+	CloseClosed CloseOutcome = "closed"
+	// CloseNotFound: no failure has the id.
+	CloseNotFound CloseOutcome = "not_found"
+	// CloseConflict: the failure is neither RETRY_PENDING nor PERMANENT, or a resend of it is
+	// in progress; it is unchanged.
+	CloseConflict CloseOutcome = "conflict"
+)
+
+// CloseRequest asks to close failures.
+type CloseRequest struct {
+	// IDs are the failures to close, at most MaxCloseIDs; duplicates count once.
+	IDs []uuid.UUID
+	// Principal is who asks. Required.
+	Principal string
+	// Reason is why; it becomes the failures' closed_reason. Required.
+	Reason string
+	// Details are added to the details of every audit entry written.
+	Details map[string]any
+}
+
+// CloseResult is the outcome of closing one failure.
+type CloseResult struct {
+	ID      uuid.UUID
+	Outcome CloseOutcome
+	// State is the failure's state before the request; empty when not found.
+	State State
+	// Detail says why the outcome is not CloseClosed; empty otherwise.
+	Detail string
+}
+
+// CloseFailures closes the failures with the given ids: each one in RETRY_PENDING or PERMANENT
+// that no resend holds becomes CLOSED with the reason, the principal and the time, and gets an
+// audit log entry, in one transaction. It returns one result per distinct id, in request order.
+func (s *Store) CloseFailures(ctx context.Context, req CloseRequest) ([]CloseResult, error) {
+	ids := distinctIDs(req.IDs)
+	switch {
+	case req.Principal == "":
+		return nil, errors.New("close failures: a principal is required")
+	case req.Reason == "":
+		return nil, errors.New("close failures: a reason is required")
+	case len(ids) > MaxCloseIDs:
+		return nil, fmt.Errorf("close failures: %d ids, at most %d", len(ids), MaxCloseIDs)
+	}
+	results := make([]CloseResult, len(ids))
+	index := make(map[uuid.UUID]*CloseResult, len(ids))
+	for i, id := range ids {
+		results[i] = CloseResult{ID: id, Outcome: CloseNotFound, Detail: "no failure has this id"}
+		index[id] = &results[i]
+	}
+	now := s.now()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Lock in id order, as the resend claims do, so that concurrent actions cannot deadlock.
+		rows, err := tx.Query(ctx, `SELECT id, state, lease_until FROM failures WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		if err != nil {
+			return err
+		}
+		var closable []uuid.UUID
+		for rows.Next() {
+			var (
+				id    uuid.UUID
+				state State
+				lease *time.Time
+			)
+			if err := rows.Scan(&id, &state, &lease); err != nil {
+				rows.Close()
+				return err
+			}
+			r := index[id]
+			r.State = state
+			switch {
+			case !state.Closable():
+				r.Outcome, r.Detail = CloseConflict, (&TransitionError{ID: id, From: state, Action: "close"}).Error()
+			case lease != nil && lease.After(now):
+				r.Outcome, r.Detail = CloseConflict, "a resend of this failure is in progress"
+			default:
+				r.Outcome, r.Detail = CloseClosed, ""
+				closable = append(closable, id)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(closable) == 0 {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `
+			UPDATE failures SET state = 'CLOSED', closed_reason = $2, closed_by = $3, closed_at = $4,
+				updated_at = $4, next_attempt_at = NULL
+			WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
+			  AND (lease_until IS NULL OR lease_until <= $4)`,
+			closable, req.Reason, req.Principal, now)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != int64(len(closable)) {
+			// The rows are locked: this cannot happen unless the schema changed underneath.
+			return fmt.Errorf("closed %d of %d locked failures", tag.RowsAffected(), len(closable))
+		}
+		entries := make([]AuditEntry, len(closable))
+		for i, id := range closable {
+			details := map[string]any{"from_state": string(index[id].State)}
+			for k, v := range req.Details {
+				details[k] = v
+			}
+			entries[i] = AuditEntry{FailureID: &id, Action: AuditActionClose, Principal: req.Principal, Reason: &req.Reason, Details: details, At: now}
+		}
+		return writeAudit(ctx, tx, entries)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("close failures: %w", err)
+	}
+	return results, nil
+}
+
+// CloseFailure closes one failure as CloseFailures does. It returns ErrNotFound, or a
+// *TransitionError (wrapping ErrConflict) when the failure cannot be closed in its state.
+func (s *Store) CloseFailure(ctx context.Context, id uuid.UUID, principal, reason string) error {
+	res, err := s.CloseFailures(ctx, CloseRequest{IDs: []uuid.UUID{id}, Principal: principal, Reason: reason})
+	if err != nil {
+		return err
+	}
+	switch r := res[0]; r.Outcome {
+	case CloseNotFound:
+		return ErrNotFound
+	case CloseConflict:
+		return &TransitionError{ID: id, From: r.State, Action: "close"}
+	}
+	return nil
+}
+
+// ActionState is what decides whether an operator's action applies to a failure.
+type ActionState struct {
+	State State
+	// Leased is true while a resend holds the failure.
+	Leased bool
+}
+
+// ActionStates returns the state of each existing failure among ids, and whether a resend
+// holds it at now, for a dry run of an action. Ids that do not exist are absent.
+func (s *Store) ActionStates(ctx context.Context, ids []uuid.UUID, now time.Time) (map[uuid.UUID]ActionState, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, state, lease_until FROM failures WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("action states: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[uuid.UUID]ActionState, len(ids))
+	for rows.Next() {
+		var (
+			id    uuid.UUID
+			st    ActionState
+			lease *time.Time
+		)
+		if err := rows.Scan(&id, &st.State, &lease); err != nil {
+			return nil, fmt.Errorf("action states: %w", err)
+		}
+		st.Leased = lease != nil && lease.After(now)
+		out[id] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("action states: %w", err)
+	}
+	return out, nil
+}
+
+// distinctIDs returns ids without duplicates, keeping the first occurrence of each.
+func distinctIDs(ids []uuid.UUID) []uuid.UUID {
+	seen := make(map[uuid.UUID]struct{}, len(ids))
+	out := make([]uuid.UUID, 0, len(ids))
+	for _, id := range ids {
+		if _, ok := seen[id]; !ok {
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// writeAudit appends entries to the audit log in one statement; an entry with a zero At gets
+// the time of the statement.
+func writeAudit(ctx context.Context, tx pgx.Tx, entries []AuditEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	n := len(entries)
+	var (
+		failureIDs = make([]*uuid.UUID, n)
+		groupIDs   = make([]*int64, n)
+		actions    = make([]string, n)
+		principals = make([]string, n)
+		reasons    = make([]*string, n)
+		details    = make([]*string, n)
+		ats        = make([]*time.Time, n)
+	)
+	for i := range entries {
+		e := &entries[i]
+		failureIDs[i], groupIDs[i], actions[i], principals[i], reasons[i] = e.FailureID, e.GroupID, e.Action, e.Principal, e.Reason
+		if e.Details != nil {
+			b, err := json.Marshal(e.Details)
+			if err != nil {
+				return fmt.Errorf("audit details: %w", err)
+			}
+			d := string(b)
+			details[i] = &d
+		}
+		if !e.At.IsZero() {
+			ats[i] = &e.At
+		}
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO audit_log (failure_id, group_id, action, principal, reason, details, at)
+		SELECT u.failure_id, u.group_id, u.action, u.principal, u.reason, u.details::jsonb, coalesce(u.at, now())
+		FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+			AS u(failure_id, group_id, action, principal, reason, details, at)`,
+		failureIDs, groupIDs, actions, principals, reasons, details, ats)
+	if err != nil {
+		return fmt.Errorf("write audit: %w", err)
+	}
+	return nil
+}

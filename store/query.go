@@ -1,0 +1,334 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/avro"
+)
+
+// MaxListLimit bounds ListParams.Limit.
+const MaxListLimit = 500
+
+// Order is the sort order of a failure list: by (created_at, id).
+type Order int
+
+// The sort orders of a failure list.
+const (
+	// NewestFirst sorts by created_at, then id, descending.
+	NewestFirst Order = iota
+	// OldestFirst sorts by created_at, then id, ascending.
+	OldestFirst
+)
+
+// Position is a place in a failure list: the sort key of the last row of a page. The next page
+// starts after it.
+type Position struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+}
+
+// ListParams selects a page of failures.
+type ListParams struct {
+	Filter Filter
+	Order  Order
+	// After, when set, starts the page after this position in Order.
+	After *Position
+	// Limit is the page size, 1 to MaxListLimit.
+	Limit int
+}
+
+// FailureSummary is what a list shows of a failure: no payload bytes, the error message cut to
+// 500 characters.
+type FailureSummary struct {
+	ID               uuid.UUID
+	State            State
+	StateReason      *string
+	Temporality      avro.Temporality
+	ErrorCode        string
+	ErrorMessage     string
+	PublisherSystem  string
+	PublisherService string
+	Topic            string
+	Partition        int32
+	Offset           int64
+	MessageType      *string
+	CausingMessage   string
+	Attempt          int
+	GroupID          int64
+	// KeySize is the key's length in bytes; nil for a null key.
+	KeySize *int
+	// ValueSize is the value's length in bytes.
+	ValueSize     int
+	NextAttemptAt *time.Time
+	ResentAt      *time.Time
+	ClosedAt      *time.Time
+	EventCreated  time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Position returns the list position of s.
+func (s *FailureSummary) Position() Position { return Position{CreatedAt: s.CreatedAt, ID: s.ID} }
+
+// FailureDetail is everything stored about a failure.
+type FailureDetail struct {
+	Failure
+	// StateReason says why the failure entered its state when the temporality does not tell.
+	StateReason *string
+	// LeaseOwner and LeaseUntil say which resend holds the failure, and until when.
+	LeaseOwner *string
+	LeaseUntil *time.Time
+}
+
+const summaryColumns = `f.id, f.state, f.state_reason, f.temporality, f.error_code, left(f.error_message, 500),
+	f.publisher_system, f.publisher_service, f.original_topic, f.original_partition, f.original_offset,
+	f.message_type, f.causing_message, f.attempt, f.group_id, octet_length(f.original_key),
+	octet_length(f.original_value), f.next_attempt_at, f.resent_at, f.closed_at, f.event_created,
+	f.created_at, f.updated_at`
+
+func scanSummaries(rows pgx.Rows) ([]FailureSummary, error) {
+	defer rows.Close()
+	out := []FailureSummary{}
+	for rows.Next() {
+		var s FailureSummary
+		if err := rows.Scan(&s.ID, &s.State, &s.StateReason, &s.Temporality, &s.ErrorCode, &s.ErrorMessage,
+			&s.PublisherSystem, &s.PublisherService, &s.Topic, &s.Partition, &s.Offset,
+			&s.MessageType, &s.CausingMessage, &s.Attempt, &s.GroupID, &s.KeySize,
+			&s.ValueSize, &s.NextAttemptAt, &s.ResentAt, &s.ClosedAt, &s.EventCreated,
+			&s.CreatedAt, &s.UpdatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// listSQL builds the statement of a failure page.
+func listSQL(p *ListParams) (string, sqlArgs, error) {
+	if err := p.Filter.Validate(); err != nil {
+		return "", nil, err
+	}
+	if p.Limit < 1 || p.Limit > MaxListLimit {
+		return "", nil, &FilterError{Field: "limit", Detail: fmt.Sprintf("%d is not between 1 and %d", p.Limit, MaxListLimit)}
+	}
+	var args sqlArgs
+	conds := p.Filter.conditions(&args)
+	cmp, dir := "<", "DESC"
+	if p.Order == OldestFirst {
+		cmp, dir = ">", "ASC"
+	}
+	if p.After != nil {
+		conds = append(conds, fmt.Sprintf("(f.created_at, f.id) %s (%s, %s)", cmp, args.add(p.After.CreatedAt), args.add(p.After.ID)))
+	}
+	q := "SELECT " + summaryColumns + " FROM failures f" + whereClause(conds) +
+		fmt.Sprintf(" ORDER BY f.created_at %s, f.id %s LIMIT %s", dir, dir, args.add(p.Limit+1))
+	return q, args, nil
+}
+
+// ListFailures returns one page of the failures that p selects, in p.Order, and whether more
+// follow it. It returns a *FilterError for a filter that is not valid.
+func (s *Store) ListFailures(ctx context.Context, p ListParams) ([]FailureSummary, bool, error) {
+	q, args, err := listSQL(&p)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list failures: %w", err)
+	}
+	out, err := scanSummaries(rows)
+	if err != nil {
+		return nil, false, fmt.Errorf("list failures: %w", err)
+	}
+	if len(out) > p.Limit {
+		return out[:p.Limit], true, nil
+	}
+	return out, false, nil
+}
+
+// ExplainList returns the plan of the statement ListFailures runs for p, executed with
+// EXPLAIN (ANALYZE, BUFFERS), for benchmarks and diagnosis.
+func (s *Store) ExplainList(ctx context.Context, p ListParams) (string, error) {
+	q, args, err := listSQL(&p)
+	if err != nil {
+		return "", err
+	}
+	rows, err := s.pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+q, args...)
+	if err != nil {
+		return "", fmt.Errorf("explain list: %w", err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", fmt.Errorf("explain list: %w", err)
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// CountFailures counts the failures that f selects, limited to the given states when any.
+func (s *Store) CountFailures(ctx context.Context, f Filter, states ...State) (int64, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	var args sqlArgs
+	conds := f.conditions(&args)
+	if len(states) > 0 {
+		conds = append(conds, "f.state = ANY("+args.add(stateStrings(states))+"::text[])")
+	}
+	var n int64
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM failures f"+whereClause(conds), args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count failures: %w", err)
+	}
+	return n, nil
+}
+
+// FailureIDs returns up to limit ids of the failures that f selects in one of states (any
+// state when none is given), oldest first, starting after the position after when it is not
+// nil, and the position of the last id returned (nil when none was). It pages through a bulk
+// action.
+func (s *Store) FailureIDs(ctx context.Context, f Filter, states []State, after *Position, limit int) ([]uuid.UUID, *Position, error) {
+	if err := f.Validate(); err != nil {
+		return nil, nil, err
+	}
+	var args sqlArgs
+	conds := f.conditions(&args)
+	if len(states) > 0 {
+		conds = append(conds, "f.state = ANY("+args.add(stateStrings(states))+"::text[])")
+	}
+	if after != nil {
+		conds = append(conds, fmt.Sprintf("(f.created_at, f.id) > (%s, %s)", args.add(after.CreatedAt), args.add(after.ID)))
+	}
+	rows, err := s.pool.Query(ctx, "SELECT f.id, f.created_at FROM failures f"+whereClause(conds)+
+		" ORDER BY f.created_at, f.id LIMIT "+args.add(limit), args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failure ids: %w", err)
+	}
+	defer rows.Close()
+	var (
+		ids  []uuid.UUID
+		last *Position
+	)
+	for rows.Next() {
+		var p Position
+		if err := rows.Scan(&p.ID, &p.CreatedAt); err != nil {
+			return nil, nil, fmt.Errorf("failure ids: %w", err)
+		}
+		ids = append(ids, p.ID)
+		last = &p
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("failure ids: %w", err)
+	}
+	return ids, last, nil
+}
+
+func stateStrings(states []State) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// FailureByID returns everything stored about the failure with id, or ErrNotFound.
+func (s *Store) FailureByID(ctx context.Context, id uuid.UUID) (*FailureDetail, error) {
+	var (
+		d      FailureDetail
+		f      = &d.Failure
+		names  []string
+		values [][]byte
+	)
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, state, state_reason, temporality, error_code, error_message, error_description,
+			stack_trace, stack_trace_hash, event_id, idempotence_id, event_created, publisher_system,
+			publisher_service, process_id, original_topic, original_partition, original_offset,
+			original_key, original_value, header_names, header_values, message_id,
+			message_idempotence_id, message_created, message_system, message_service, message_type,
+			message_type_version, causing_message, attempt, next_attempt_at, resend_failures,
+			last_resend_error, resent_at, lease_owner, lease_until, closed_reason, closed_by,
+			closed_at, group_id, created_at, updated_at
+		FROM failures WHERE id = $1`, id).Scan(
+		&f.ID, &f.State, &d.StateReason, &f.Temporality, &f.ErrorCode, &f.ErrorMessage, &f.ErrorDescription,
+		&f.StackTrace, &f.StackTraceHash, &f.EventID, &f.IdempotenceID, &f.EventCreated, &f.PublisherSystem,
+		&f.PublisherService, &f.ProcessID, &f.Topic, &f.Partition, &f.Offset,
+		&f.Key, &f.Value, &names, &values, &f.MessageID,
+		&f.MessageIdempotenceID, &f.MessageCreated, &f.MessageSystem, &f.MessageService, &f.MessageType,
+		&f.MessageTypeVersion, &f.CausingMessage, &f.Attempt, &f.NextAttemptAt, &f.ResendFailures,
+		&f.LastResendError, &f.ResentAt, &d.LeaseOwner, &d.LeaseUntil, &f.ClosedReason, &f.ClosedBy,
+		&f.ClosedAt, &f.GroupID, &f.CreatedAt, &f.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get failure: %w", err)
+	}
+	if len(names) != len(values) {
+		return nil, fmt.Errorf("get failure %s: %d header names but %d values", id, len(names), len(values))
+	}
+	f.Headers = make([]avro.Header, len(names))
+	for i := range names {
+		f.Headers[i] = avro.Header{Name: names[i], Value: values[i]}
+	}
+	if f.Value == nil {
+		f.Value = []byte{}
+	}
+	return &d, nil
+}
+
+// AttemptChain returns the failures of one causing message, first attempt first, at most limit.
+func (s *Store) AttemptChain(ctx context.Context, causingMessage string, limit int) ([]FailureSummary, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+summaryColumns+
+		" FROM failures f WHERE f.causing_message = $1 ORDER BY f.attempt, f.created_at, f.id LIMIT $2",
+		causingMessage, limit)
+	if err != nil {
+		return nil, fmt.Errorf("attempt chain: %w", err)
+	}
+	out, err := scanSummaries(rows)
+	if err != nil {
+		return nil, fmt.Errorf("attempt chain: %w", err)
+	}
+	return out, nil
+}
+
+// FailureAudit returns the audit entries of the failure with id, oldest first, at most limit.
+func (s *Store) FailureAudit(ctx context.Context, id uuid.UUID, limit int) ([]AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, failure_id, group_id, action, principal, reason, details, at
+		FROM audit_log WHERE failure_id = $1 ORDER BY at, id LIMIT $2`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("failure audit: %w", err)
+	}
+	out, err := scanAudit(rows)
+	if err != nil {
+		return nil, fmt.Errorf("failure audit: %w", err)
+	}
+	return out, nil
+}
+
+func scanAudit(rows pgx.Rows) ([]AuditEntry, error) {
+	defer rows.Close()
+	out := []AuditEntry{}
+	for rows.Next() {
+		var (
+			e       AuditEntry
+			details []byte
+		)
+		if err := rows.Scan(&e.ID, &e.FailureID, &e.GroupID, &e.Action, &e.Principal, &e.Reason, &details, &e.At); err != nil {
+			return nil, err
+		}
+		if details != nil {
+			if err := json.Unmarshal(details, &e.Details); err != nil {
+				return nil, fmt.Errorf("audit entry %d details: %w", e.ID, err)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/avro"
+)
+
+// Stats counts the stored failures.
+type Stats struct {
+	// Total is the number of failures.
+	Total int64
+	// ByState has every state, zero when none.
+	ByState map[State]int64
+	// ByTemporality has every temporality, zero when none.
+	ByTemporality map[avro.Temporality]int64
+	// ByTopic and ByPublisherService have the topics and services that have failures.
+	ByTopic            map[string]int64
+	ByPublisherService map[string]int64
+	// OldestPending is the created_at of the oldest RETRY_PENDING failure; nil when none.
+	OldestPending *time.Time
+	// OldestPermanent is the created_at of the oldest PERMANENT failure; nil when none.
+	OldestPermanent *time.Time
+	// AsOf is when the counts were taken.
+	AsOf time.Time
+}
+
+// FailureStats counts the failures by state, temporality, topic and publisher service in one
+// statement (an index-only scan of failures_stats_idx), and finds the oldest RETRY_PENDING and
+// PERMANENT failures (through failures_state_created_idx).
+func (s *Store) FailureStats(ctx context.Context) (*Stats, error) {
+	st := &Stats{
+		ByState:            make(map[State]int64, len(States)),
+		ByTemporality:      make(map[avro.Temporality]int64, 3),
+		ByTopic:            map[string]int64{},
+		ByPublisherService: map[string]int64{},
+		AsOf:               s.now(),
+	}
+	for _, state := range States {
+		st.ByState[state] = 0
+	}
+	for _, t := range []avro.Temporality{avro.Temporary, avro.Permanent, avro.Unknown} {
+		st.ByTemporality[t] = 0
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT state, temporality, original_topic, publisher_service, count(*)
+		FROM failures GROUP BY state, temporality, original_topic, publisher_service`)
+	if err != nil {
+		return nil, fmt.Errorf("failure stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			state       State
+			temporality avro.Temporality
+			topic, svc  string
+			n           int64
+		)
+		if err := rows.Scan(&state, &temporality, &topic, &svc, &n); err != nil {
+			return nil, fmt.Errorf("failure stats: %w", err)
+		}
+		st.Total += n
+		st.ByState[state] += n
+		st.ByTemporality[temporality] += n
+		st.ByTopic[topic] += n
+		st.ByPublisherService[svc] += n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("failure stats: %w", err)
+	}
+	err = s.pool.QueryRow(ctx, `
+		SELECT (SELECT min(created_at) FROM failures WHERE state = 'RETRY_PENDING'),
+		       (SELECT min(created_at) FROM failures WHERE state = 'PERMANENT')`).
+		Scan(&st.OldestPending, &st.OldestPermanent)
+	if err != nil {
+		return nil, fmt.Errorf("failure stats: oldest: %w", err)
+	}
+	return st, nil
+}
