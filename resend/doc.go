@@ -1,5 +1,21 @@
-// Package resend sends stored failures back to their original topic, byte for byte: the retry
-// scheduler claims due RETRY_PENDING failures without a leader (FOR UPDATE SKIP LOCKED), the
-// manual resend serves the API, and housekeeping deletes old terminal failures. Backoff is the
-// retry policy shared with intake.
+// Package resend sends stored failures back to their original topic, byte for byte, and keeps
+// the failure store tidy.
+//
+// A [Scheduler] runs on every service instance, without a leader: every Interval it claims due
+// RETRY_PENDING failures in batches (a lease per row, taken with FOR UPDATE SKIP LOCKED in one
+// short statement), produces the stored key, value and headers to the original topic with an
+// idempotent acks=all producer, waits for the acknowledgements and marks the failures RESENT.
+// A resent record carries the headers jeap_eh_target_service, jeap_eh_error_handling_service
+// and redrive-origin exactly once each ([ResendHeaders]). A record the broker does not
+// acknowledge leaves its failure due again later ([DefaultSendBackoff]); a crash between the
+// acknowledgement and the mark resends it once more when the lease expires (at-least-once).
+//
+// The [Resender] serves the API's manual resends by id, rate limited and audited, with one
+// [ItemResult] per id. Housekeeping, run by the same Scheduler, deletes old RESENT, CLOSED and
+// PERMANENT failures and the groups they leave empty.
+//
+// [Backoff] is the retry policy shared with intake: 30 s × 2^attempt, capped at 24 h, ±10 %
+// jitter, 15 attempts, then PERMANENT with reason [ReasonRetriesExhausted].
+//
+// docs/resend.md describes the design, the guarantees, the configuration and the metrics.
 package resend

@@ -1,0 +1,106 @@
+// Command redrive-bench runs redrive's end-to-end benchmarks against a real PostgreSQL and an
+// in-process (or real) Kafka cluster: `redrive-bench <benchmark> [flags]`. Each benchmark
+// registers itself in commands from its own file; docs/benchmarks.md records the figures.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/redrive/redrive/migrations"
+)
+
+// commands maps a benchmark name to its entry point, which parses its own flags from args.
+var commands = map[string]func(ctx context.Context, args []string) error{}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string) int {
+	if len(args) == 0 || commands[args[0]] == nil {
+		names := make([]string, 0, len(commands))
+		for name := range commands {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(os.Stderr, "usage: redrive-bench <benchmark> [flags]\nbenchmarks: %v\n", names)
+		return 2
+	}
+	if err := commands[args[0]](ctx, args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "redrive-bench %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// scratchDatabase creates a migrated database on the server at serverURL and returns a pool on
+// it and a function that drops it.
+func scratchDatabase(ctx context.Context, serverURL string) (*pgxpool.Pool, func(), error) {
+	admin, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", serverURL, err)
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "redrive_bench_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		admin.Close(ctx)
+		return nil, nil, fmt.Errorf("create database: %w", err)
+	}
+	drop := func() {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.Exec(c, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			fmt.Fprintf(os.Stderr, "drop database %s: %v\n", name, err)
+		}
+		admin.Close(c)
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("parse database URL: %w", err)
+	}
+	u.Path = "/" + name
+	cfg, err := pgx.ParseConfig(u.String())
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	sqlDB := stdlib.OpenDB(*cfg)
+	err = migrations.Up(ctx, sqlDB)
+	_ = sqlDB.Close()
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	return pool, func() { pool.Close(); drop() }, nil
+}
+
+// envOr returns the environment variable name, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

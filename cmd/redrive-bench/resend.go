@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/store"
+)
+
+func init() { commands["resend"] = benchResend }
+
+// benchResend measures a bulk resend of stored failures (records/s until every record is
+// acknowledged and its failure marked RESENT) against a plain confluent-kafka-go producer
+// sending the same records, in the same run, to the same cluster.
+func benchResend(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("resend", flag.ContinueOnError)
+	var (
+		n           = fs.Int("n", 10000, "stored failures to resend per run")
+		valueSize   = fs.Int("value-size", 1024, "bytes per record value")
+		partitions  = fs.Int("partitions", 6, "partitions of the benchmark topics")
+		runs        = fs.Int("runs", 3, "runs; each resends -n fresh failures and sends -n plain records")
+		batch       = fs.Int("batch", resend.DefaultBatchSize, "scheduler claim batch size")
+		concurrency = fs.Int("concurrency", resend.DefaultConcurrency, "scheduler batches in flight")
+		dbURL       = fs.String("database-url", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+			"PostgreSQL server whose user may CREATE DATABASE; a scratch database is created and dropped (env DATABASE_URL)")
+		brokers    = fs.String("brokers", "", "Kafka bootstrap servers; empty starts an in-process kfake cluster")
+		fillfactor = fs.Int("fillfactor", 0, "set the failures table's fillfactor before the runs (0 keeps the migrations' 70; 100 shows the cost of claims that are not HOT updates)")
+		timings    = fs.Bool("timings", false, "print the scheduler's claim and send histograms after each run")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n <= 0 || *runs <= 0 || *valueSize < 0 || *partitions <= 0 {
+		return errors.New("-n, -runs and -partitions must be positive, -value-size not negative")
+	}
+
+	pool, drop, err := scratchDatabase(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	st, err := store.New(store.Config{Pool: pool})
+	if err != nil {
+		return err
+	}
+	if *fillfactor != 0 {
+		if _, err := pool.Exec(ctx, fmt.Sprintf("ALTER TABLE failures SET (fillfactor = %d)", *fillfactor)); err != nil {
+			return fmt.Errorf("set fillfactor: %w", err)
+		}
+	}
+
+	bootstrap := *brokers
+	if bootstrap == "" {
+		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			return fmt.Errorf("start kfake: %w", err)
+		}
+		defer cluster.Close()
+		bootstrap = strings.Join(cluster.ListenAddrs(), ",")
+		for _, topic := range []string{"bench-plain", "bench-resend"} {
+			if err := cluster.CreateTopic(topic, int32(*partitions), nil); err != nil {
+				return fmt.Errorf("create topic %s: %w", topic, err)
+			}
+		}
+	}
+
+	fmt.Printf("resend benchmark: %d records of %d bytes, 3 stored headers, %d partitions, batch %d, concurrency %d\n",
+		*n, *valueSize, *partitions, *batch, *concurrency)
+	fmt.Printf("%-5s %14s %14s %7s\n", "run", "plain rec/s", "resend rec/s", "ratio")
+	var ratios, plains, resends []float64
+	for r := 1; r <= *runs; r++ {
+		plain, err := resendPlainProducer(bootstrap, "bench-plain", *n, *valueSize, r)
+		if err != nil {
+			return err
+		}
+		res, err := resendScheduler(ctx, pool, st, bootstrap, "bench-resend", *n, *valueSize, r, *batch, *concurrency, *timings)
+		if err != nil {
+			return err
+		}
+		pr, rr := float64(*n)/plain.Seconds(), float64(*n)/res.Seconds()
+		plains, resends, ratios = append(plains, pr), append(resends, rr), append(ratios, rr/pr)
+		fmt.Printf("%-5d %14.0f %14.0f %7.2f\n", r, pr, rr, rr/pr)
+	}
+	fmt.Printf("%-5s %14.0f %14.0f %7.2f\n", "med", resendMedian(plains), resendMedian(resends), resendMedian(ratios))
+	return nil
+}
+
+// resendWarmup is how many records each side sends before the clock starts: both producers have
+// connected, fetched the topic's metadata and got their producer id.
+const resendWarmup = 200
+
+// resendBenchHeaders are the stored headers of every benchmark record, as a consumer's would be.
+var resendBenchHeaders = []kafka.Header{
+	{Key: "trace-id", Value: []byte("0af7651916cd43dd8448eb211c80319c")},
+	{Key: "content-type", Value: []byte("application/avro")},
+	{Key: "trace-id", Value: []byte("b7ad6b7169203331")},
+}
+
+// resendPlainProducer sends n records like the resent ones (same key, value and headers, including
+// the three resend headers) with an idempotent acks=all producer and returns the time until
+// the last acknowledgement.
+func resendPlainProducer(bootstrap, topic string, n, valueSize, run int) (time.Duration, error) {
+	cfg := kafka.ConfigMap{
+		"bootstrap.servers":         bootstrap,
+		"enable.idempotence":        true,
+		"acks":                      "all",
+		"linger.ms":                 5,
+		"partitioner":               resend.DefaultPartitioner,
+		"go.delivery.report.fields": "none",
+		"log_level":                 3,
+	}
+	p, err := kafka.NewProducer(&cfg)
+	if err != nil {
+		return 0, fmt.Errorf("plain producer: %w", err)
+	}
+	defer p.Close()
+	value := make([]byte, valueSize)
+	for i := range value {
+		value[i] = 'x'
+	}
+	send := func(label string, count int) error {
+		reports := make(chan kafka.Event, count)
+		for i := 1; i <= count; i++ {
+			id := fmt.Sprintf("%s-%d", label, i)
+			v := append([]byte(nil), value...)
+			copy(v, "v"+id)
+			hs := append(append([]kafka.Header(nil), resendBenchHeaders...),
+				kafka.Header{Key: "jeap_eh_target_service", Value: []byte("bench-service")},
+				kafka.Header{Key: "jeap_eh_error_handling_service", Value: []byte(resend.DefaultServiceName)},
+				kafka.Header{Key: "redrive-origin", Value: []byte("bench-" + id)})
+			msg := &kafka.Message{
+				TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
+				Key:            []byte("key-" + id), Value: v, Headers: hs,
+			}
+			for {
+				err := p.Produce(msg, reports)
+				if err == nil {
+					break
+				}
+				var kerr kafka.Error
+				if !errors.As(err, &kerr) || kerr.Code() != kafka.ErrQueueFull {
+					return fmt.Errorf("plain produce: %w", err)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		for i := 0; i < count; i++ {
+			if m := (<-reports).(*kafka.Message); m.TopicPartition.Error != nil {
+				return fmt.Errorf("plain delivery: %w", m.TopicPartition.Error)
+			}
+		}
+		return nil
+	}
+	if err := send(fmt.Sprintf("w%d", run), resendWarmup); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := send(fmt.Sprintf("r%d", run), n); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// resendScheduler runs a Scheduler until the n due failures are resent (acknowledged and
+// marked RESENT) and returns the time from its start.
+func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, bootstrap, topic string, n, valueSize, run, batch, concurrency int, timings bool) (time.Duration, error) {
+	reg := prometheus.NewRegistry()
+	s, err := resend.New(resend.Config{
+		Store:        st,
+		Brokers:      bootstrap,
+		Producer:     kafka.ConfigMap{"log_level": 3},
+		Interval:     10 * time.Millisecond,
+		BatchSize:    batch,
+		Concurrency:  concurrency,
+		Housekeeping: resend.HousekeepingConfig{Interval: -1},
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Registerer:   reg,
+	})
+	if err != nil {
+		return 0, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+
+	// The counter is incremented once a batch is acknowledged and marked: poll it, not the
+	// database, so that measuring adds no load.
+	resent := func() int {
+		mfs, err := reg.Gather()
+		if err != nil {
+			return 0
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "redrive_resend_total" {
+				continue
+			}
+			total := 0.0
+			for _, m := range mf.GetMetric() {
+				var trigger, outcome string
+				for _, l := range m.GetLabel() {
+					switch l.GetName() {
+					case "trigger":
+						trigger = l.GetValue()
+					case "outcome":
+						outcome = l.GetValue()
+					}
+				}
+				if trigger == resend.TriggerAuto && outcome == string(resend.OutcomeResent) {
+					total += m.GetCounter().GetValue()
+				}
+			}
+			return int(total)
+		}
+		return 0
+	}
+	wait := func(want int) error {
+		deadline := time.Now().Add(5 * time.Minute)
+		for resent() < want {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("resend: %d of %d records after 5 minutes", resent(), want)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return nil
+	}
+	if err := resendInsertDue(ctx, pool, topic, fmt.Sprintf("w%d", run), resendWarmup, valueSize); err != nil {
+		return 0, err
+	}
+	if err := wait(resendWarmup); err != nil {
+		return 0, err
+	}
+	if err := resendInsertDue(ctx, pool, topic, fmt.Sprintf("r%d", run), n, valueSize); err != nil {
+		return 0, err
+	}
+	start := time.Now() // the failures are due from now on
+	if err := wait(resendWarmup + n); err != nil {
+		return 0, err
+	}
+	el := time.Since(start)
+	if timings {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if h := m.GetHistogram(); h != nil {
+					fmt.Printf("  %s: %d observations, %.3f s in all\n", mf.GetName(), h.GetSampleCount(), h.GetSampleSum())
+				}
+			}
+		}
+	}
+	return el, nil
+}
+
+// resendInsertDue stores n RETRY_PENDING failures due now whose originals are like the plain records.
+func resendInsertDue(ctx context.Context, pool *pgxpool.Pool, topic, label string, n, valueSize int) error {
+	var groupID int64
+	if err := pool.QueryRow(ctx, `
+		INSERT INTO failure_groups (publisher_service, error_code) VALUES ('bench-service', 'TIMEOUT')
+		ON CONFLICT ON CONSTRAINT failure_groups_kind_key DO UPDATE SET last_seen = now()
+		RETURNING id`).Scan(&groupID); err != nil {
+		return fmt.Errorf("insert group: %w", err)
+	}
+	names := make([]string, len(resendBenchHeaders))
+	values := make([][]byte, len(resendBenchHeaders))
+	for i, h := range resendBenchHeaders {
+		names[i], values[i] = h.Key, h.Value
+	}
+	_, err := pool.Exec(ctx, `
+		INSERT INTO failures (state, temporality, error_code, error_message, event_id, idempotence_id,
+			event_created, publisher_system, publisher_service, original_topic, original_partition,
+			original_offset, original_key, original_value, header_names, header_values, causing_message,
+			attempt, next_attempt_at, group_id)
+		SELECT 'RETRY_PENDING', 'TEMPORARY', 'TIMEOUT', 'boom', gen_random_uuid()::text, gen_random_uuid()::text,
+			now(), 'bench', 'bench-service', $1, 0, i,
+			convert_to('key-' || $5::text || '-' || i, 'UTF8'),
+			convert_to(rpad('v' || $5::text || '-' || i, $3, 'x'), 'UTF8'),
+			$6, $7, 'bench-' || $5::text || '-' || i, 1, now() - interval '1 second', $4
+		FROM generate_series(1, $2) AS i`, topic, n, valueSize, groupID, label, names, values)
+	if err != nil {
+		return fmt.Errorf("insert %d failures: %w", n, err)
+	}
+	return nil
+}
+
+func resendMedian(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

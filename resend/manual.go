@@ -1,0 +1,281 @@
+package resend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+
+	"github.com/redrive/redrive/store"
+)
+
+// ErrInvalidRequest means a manual resend request cannot be served as asked (no principal, too
+// many ids); nothing was resent.
+var ErrInvalidRequest = errors.New("invalid resend request")
+
+// AuditActionRetry is the audit_log action of a manual resend.
+const AuditActionRetry = "retry"
+
+// Outcome is what became of one resend.
+type Outcome string
+
+// The outcomes of a resend.
+const (
+	// OutcomeResent: the broker acknowledged the record and the failure is RESENT.
+	OutcomeResent Outcome = "resent"
+	// OutcomeNotFound: no failure has the id.
+	OutcomeNotFound Outcome = "not_found"
+	// OutcomeConflict: the failure is neither RETRY_PENDING nor PERMANENT, or another resend
+	// of it is in progress.
+	OutcomeConflict Outcome = "conflict"
+	// OutcomeFailed: the record was not acknowledged (or its outcome not recorded); the failure
+	// keeps its state, and a RETRY_PENDING one is due again later.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeExhausted: the scheduler moved the failure to PERMANENT because its retries are
+	// exhausted, without sending it.
+	OutcomeExhausted Outcome = "exhausted"
+)
+
+// ManualRequest says who asks for a manual resend and why; both go to the audit log.
+type ManualRequest struct {
+	// Principal is the operator (or API client) asking. Required.
+	Principal string
+	// Reason is the operator's explanation. Optional.
+	Reason string
+}
+
+// ItemResult is the outcome of a manual resend for one id.
+type ItemResult struct {
+	ID      uuid.UUID
+	Outcome Outcome
+	// State is the failure's state before the request; empty when not found.
+	State store.State
+	// Error says why the outcome is not OutcomeResent; empty otherwise.
+	Error string
+}
+
+// ManualResult holds one ItemResult per distinct requested id, in request order, and the count
+// of each outcome.
+type ManualResult struct {
+	Items    []ItemResult
+	Resent   int
+	NotFound int
+	Conflict int
+	Failed   int
+}
+
+// Resender resends failures by id on an operator's request: from RETRY_PENDING or PERMANENT,
+// rate limited, with an audit log entry per id. It is safe for concurrent use.
+type Resender struct {
+	s       *Scheduler
+	owner   string
+	limiter *rate.Limiter
+
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
+	stopCtx  context.Context // ends at shutdown: cuts rate limit waits short
+	stop     context.CancelFunc
+}
+
+// ServiceName returns this service's name as written to the jeap_eh_error_handling_service
+// header of resent records.
+func (r *Resender) ServiceName() string { return r.s.cfg.ServiceName }
+
+// MaxIDs returns the most ids one ResendIDs call accepts (Config.MaxManualIDs).
+func (r *Resender) MaxIDs() int { return r.s.cfg.MaxManualIDs }
+
+// ResendIDs resends the failures with the given ids, each exactly as stored, and returns one
+// outcome per distinct id: resent, not_found, conflict (not RETRY_PENDING or PERMANENT, or a
+// resend in progress) or failed with the error text. A partial success is never silent: every
+// id has its outcome, including those not attempted because ctx ended (failed). It waits for
+// the rate limit (Config.ManualRate records/s). Every id gets an audit log entry (action
+// "retry", the principal and reason, the outcome in details). It returns an error wrapping
+// ErrInvalidRequest, with nothing done, when the principal is empty or there are more ids than
+// MaxIDs, and ErrClosed once the scheduler's Run has returned.
+func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualRequest) (ManualResult, error) {
+	ids = uniqueIDs(ids)
+	switch {
+	case req.Principal == "":
+		return ManualResult{}, fmt.Errorf("%w: a principal is required", ErrInvalidRequest)
+	case len(ids) > r.s.cfg.MaxManualIDs:
+		return ManualResult{}, fmt.Errorf("%w: %d ids, at most %d per request", ErrInvalidRequest, len(ids), r.s.cfg.MaxManualIDs)
+	}
+	items := make([]ItemResult, len(ids))
+	for i, id := range ids {
+		items[i] = ItemResult{ID: id}
+	}
+	if !r.enter() {
+		for i := range items {
+			items[i].Outcome, items[i].Error = OutcomeFailed, ErrClosed.Error()
+		}
+		return summarize(items), ErrClosed
+	}
+	defer r.inflight.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.stopCtx, cancel)()
+
+	chunk := max(1, min(r.limiter.Burst(), r.s.cfg.BatchSize))
+	for start := 0; start < len(items); start += chunk {
+		part := items[start:min(start+chunk, len(items))]
+		if err := r.limiter.WaitN(ctx, len(part)); err != nil {
+			for i := start; i < len(items); i++ {
+				items[i].Outcome, items[i].Error = OutcomeFailed, "not attempted: rate limit: "+err.Error()
+			}
+			r.auditOnly(items[start:], req)
+			break
+		}
+		r.resendChunk(ctx, part, req)
+	}
+	for _, it := range items {
+		r.s.metrics.resends.WithLabelValues(TriggerManual, string(it.Outcome)).Inc()
+	}
+	return summarize(items), nil
+}
+
+// resendChunk claims, sends and records part, filling in each outcome.
+func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req ManualRequest) {
+	ids := make([]uuid.UUID, len(part))
+	for i := range part {
+		ids[i] = part[i].ID
+	}
+	now := r.s.cfg.Now()
+	claimed, refused, err := r.s.store.ClaimResends(ctx, r.owner, ids, now, now.Add(r.s.cfg.Lease))
+	if err != nil {
+		r.s.cfg.Logger.Error("manual resend: claim failed", "error", err, "principal", req.Principal, "ids", len(ids))
+		for i := range part {
+			part[i].Outcome, part[i].Error = OutcomeFailed, "not attempted: the failure could not be claimed (database error)"
+		}
+		r.auditOnly(part, req)
+		return
+	}
+	index := make(map[uuid.UUID]*ItemResult, len(part))
+	for i := range part {
+		index[part[i].ID] = &part[i]
+	}
+	for _, it := range claimed {
+		res := index[it.ID]
+		// Until the send settles it: an outcome that could not be recorded is a failure.
+		res.Outcome, res.State, res.Error = OutcomeFailed, it.State, "outcome unknown"
+	}
+	for i := range part {
+		if part[i].Outcome != "" {
+			continue
+		}
+		if ref, ok := refused[part[i].ID]; ok {
+			part[i].Outcome, part[i].State = OutcomeConflict, ref.State
+			if ref.InProgress {
+				part[i].Error = "a resend of this failure is in progress"
+			} else {
+				part[i].Error = (&store.TransitionError{ID: part[i].ID, From: ref.State, Action: "resend"}).Error()
+			}
+		} else {
+			part[i].Outcome, part[i].Error = OutcomeNotFound, "no failure has this id"
+		}
+	}
+	// The claimed rows are leased to this resender: finish even when ctx ends.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.s.cfg.batchTimeout())
+	defer cancel()
+	settle := func(out []delivered) {
+		for _, d := range out {
+			res := index[d.Item.ID]
+			res.Outcome, res.Error = d.Outcome, d.Err
+		}
+	}
+	out, err := r.s.deliver(bctx, r.owner, claimed, func(out []delivered) []store.AuditEntry {
+		settle(out)
+		return auditEntries(part, req, r.s.cfg.ServiceName)
+	})
+	settle(out)
+	if err != nil {
+		r.s.cfg.Logger.Error("manual resend: recording outcomes failed", "error", err, "principal", req.Principal)
+	}
+}
+
+// auditOnly writes the audit entries of items that were not sent.
+func (r *Resender) auditOnly(items []ItemResult, req ManualRequest) {
+	if len(items) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
+	defer cancel()
+	_, err := r.s.store.MarkResent(ctx, r.owner, nil, r.s.cfg.Now(), func([]uuid.UUID) []store.AuditEntry {
+		return auditEntries(items, req, r.s.cfg.ServiceName)
+	})
+	if err != nil {
+		r.s.cfg.Logger.Error("manual resend: audit log write failed", "error", err, "principal", req.Principal, "ids", len(items))
+	}
+}
+
+func auditEntries(items []ItemResult, req ManualRequest, service string) []store.AuditEntry {
+	var reason *string
+	if req.Reason != "" {
+		reason = &req.Reason
+	}
+	entries := make([]store.AuditEntry, len(items))
+	for i, it := range items {
+		details := map[string]any{"outcome": string(it.Outcome), "trigger": TriggerManual, "resending_service": service}
+		if it.State != "" {
+			details["from_state"] = string(it.State)
+		}
+		if it.Error != "" {
+			details["error"] = it.Error
+		}
+		entries[i] = store.AuditEntry{FailureID: &it.ID, Action: AuditActionRetry, Principal: req.Principal, Reason: reason, Details: details}
+	}
+	return entries
+}
+
+// enter registers a manual resend in flight, or reports false once the resender is closed.
+func (r *Resender) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.inflight.Add(1)
+	return true
+}
+
+// shutdown refuses new manual resends, ends their rate limit waits (the ids not attempted are
+// reported failed) and waits for the batches in flight.
+func (r *Resender) shutdown() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.stop()
+	r.inflight.Wait()
+}
+
+func summarize(items []ItemResult) ManualResult {
+	res := ManualResult{Items: items}
+	for _, it := range items {
+		switch it.Outcome {
+		case OutcomeResent:
+			res.Resent++
+		case OutcomeNotFound:
+			res.NotFound++
+		case OutcomeConflict:
+			res.Conflict++
+		default:
+			res.Failed++
+		}
+	}
+	return res
+}
+
+func uniqueIDs(ids []uuid.UUID) []uuid.UUID {
+	seen := make(map[uuid.UUID]struct{}, len(ids))
+	out := make([]uuid.UUID, 0, len(ids))
+	for _, id := range ids {
+		if _, ok := seen[id]; !ok {
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,338 @@
+package resend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+
+	"github.com/redrive/redrive/store"
+)
+
+// markTimeout bounds the statements that record the outcome of a batch whose records were
+// sent, which run even after the context of Run ended.
+const markTimeout = 30 * time.Second
+
+// Scheduler resends due RETRY_PENDING failures without a leader: every instance claims due
+// rows in batches with leases (FOR UPDATE SKIP LOCKED), produces them, waits for the
+// acknowledgements and marks them RESENT. It also runs housekeeping and owns the producer
+// that its Resender (manual resends) shares.
+type Scheduler struct {
+	cfg      Config
+	store    *store.Store
+	pub      *publisher
+	metrics  *metrics
+	resender *Resender
+	running  atomic.Bool
+}
+
+// New returns a Scheduler for cfg, with its producer created; call Run to start it.
+func New(cfg Config) (*Scheduler, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("register resend metrics: %w", err)
+	}
+	pub, err := newPublisher(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{cfg: cfg, store: cfg.Store, pub: pub, metrics: m}
+	stopCtx, stop := context.WithCancel(context.Background())
+	s.resender = &Resender{
+		s:       s,
+		owner:   cfg.InstanceID + "/manual",
+		limiter: rate.NewLimiter(rate.Limit(cfg.ManualRate), cfg.ManualBurst),
+		stopCtx: stopCtx,
+		stop:    stop,
+	}
+	return s, nil
+}
+
+// Resender returns the manual resender, which shares the scheduler's producer. It works from
+// New until Run returns.
+func (s *Scheduler) Resender() *Resender { return s.resender }
+
+// ServiceName returns this service's name as written to the jeap_eh_error_handling_service
+// header of resent records.
+func (s *Scheduler) ServiceName() string { return s.cfg.ServiceName }
+
+// InstanceID returns the name this instance leases failures under.
+func (s *Scheduler) InstanceID() string { return s.cfg.InstanceID }
+
+// Run runs scheduler rounds every Interval and housekeeping every Housekeeping.Interval until
+// ctx ends. It then finishes the batches in flight (each bounded by SendTimeout), waits for the
+// manual resends in flight, flushes and closes the producer, and returns nil. Run may be called
+// once; afterwards the Resender fails with ErrClosed.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("resend scheduler: Run called twice")
+	}
+	s.cfg.Logger.Info("resend scheduler started", "instance", s.cfg.InstanceID, "interval", s.cfg.Interval,
+		"batch_size", s.cfg.BatchSize, "concurrency", s.cfg.Concurrency, "housekeeping_interval", s.cfg.Housekeeping.Interval)
+	var wg sync.WaitGroup
+	if s.cfg.Interval > 0 {
+		wg.Go(func() {
+			every(ctx, s.cfg.Interval, func() {
+				if _, err := s.round(ctx); err != nil && ctx.Err() == nil {
+					s.cfg.Logger.Error("resend round failed", "error", err)
+				}
+			})
+		})
+	}
+	if s.cfg.Housekeeping.Interval > 0 {
+		wg.Go(func() {
+			every(ctx, s.cfg.Housekeeping.Interval, func() {
+				if _, err := s.housekeep(ctx); err != nil && ctx.Err() == nil {
+					s.cfg.Logger.Error("housekeeping failed", "error", err)
+				}
+			})
+		})
+	}
+	<-ctx.Done()
+	wg.Wait()
+	s.resender.shutdown()
+	s.pub.close()
+	s.cfg.Logger.Info("resend scheduler stopped", "instance", s.cfg.InstanceID)
+	return nil
+}
+
+// every calls fn at once and then every interval until ctx ends; a slow fn delays the next call
+// rather than stacking calls.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		fn()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// roundStats counts the outcomes of one round.
+type roundStats struct {
+	claimed, resent, failed, exhausted int
+}
+
+func (r *roundStats) add(o roundStats) {
+	r.claimed += o.claimed
+	r.resent += o.resent
+	r.failed += o.failed
+	r.exhausted += o.exhausted
+}
+
+// round claims and sends due failures until none is left or ctx ends. The first batch runs
+// alone; when it was full, Concurrency workers drain the rest.
+func (s *Scheduler) round(ctx context.Context) (roundStats, error) {
+	s.observeLag(ctx)
+	total, full, err := s.batch(ctx)
+	if err != nil || !full {
+		return total, err
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range s.cfg.Concurrency {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				st, full, err := s.batch(ctx)
+				mu.Lock()
+				total.add(st)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+				if err != nil || !full {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return total, errors.Join(errs...)
+}
+
+// batch claims one batch of due failures, moves those whose retries are exhausted to PERMANENT,
+// sends the others and records the outcome. full reports a batch of BatchSize rows: more may
+// be due.
+func (s *Scheduler) batch(ctx context.Context) (st roundStats, full bool, err error) {
+	now := s.cfg.Now()
+	start := time.Now()
+	items, err := s.store.ClaimDueResends(ctx, s.cfg.InstanceID, now, s.cfg.BatchSize, now.Add(s.cfg.Lease))
+	s.metrics.claim.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return st, false, err
+	}
+	st.claimed = len(items)
+	if len(items) == 0 {
+		return st, false, nil
+	}
+	full = len(items) >= s.cfg.BatchSize
+	// The rows are leased to this instance now: finish the batch even when ctx ends.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.batchTimeout())
+	defer cancel()
+
+	send := items[:0:0]
+	var exhausted []uuid.UUID
+	for _, it := range items {
+		if s.cfg.Backoff.Exhausted(it.Attempt) {
+			exhausted = append(exhausted, it.ID)
+		} else {
+			send = append(send, it)
+		}
+	}
+	var errs []error
+	if len(exhausted) > 0 {
+		moved, err := s.store.ExhaustRetries(bctx, s.cfg.InstanceID, exhausted, ReasonRetriesExhausted, s.cfg.Now())
+		if err != nil {
+			errs = append(errs, err)
+		}
+		st.exhausted = len(moved)
+		s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeExhausted)).Add(float64(len(moved)))
+		if len(moved) > 0 {
+			s.cfg.Logger.Info("retries exhausted: failures moved to PERMANENT", "count", len(moved), "max_attempts", s.cfg.Backoff.MaxAttempts)
+		}
+	}
+	out, err := s.deliver(bctx, s.cfg.InstanceID, send, nil)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, o := range out {
+		switch o.Outcome {
+		case OutcomeResent:
+			st.resent++
+		default:
+			st.failed++
+		}
+		s.metrics.resends.WithLabelValues(TriggerAuto, string(o.Outcome)).Inc()
+	}
+	return st, full, errors.Join(errs...)
+}
+
+// delivered is the outcome of sending one claimed item.
+type delivered struct {
+	Item    *store.ResendItem
+	Outcome Outcome // OutcomeResent or OutcomeFailed
+	Err     string  // why it failed
+}
+
+// deliver sends claimed items, records the failed sends (due again after SendBackoff when
+// RETRY_PENDING) and marks the acknowledged ones RESENT, with the audit entries that audit
+// returns in the same transaction. It returns one outcome per item, in order. An acknowledged
+// record whose row could not be marked is a failed outcome that says so.
+func (s *Scheduler) deliver(ctx context.Context, owner string, items []store.ResendItem, audit func([]delivered) []store.AuditEntry) ([]delivered, error) {
+	out := make([]delivered, len(items))
+	if len(items) == 0 && audit == nil {
+		return out, nil
+	}
+	start := time.Now()
+	sendErrs := s.pub.send(items)
+	if len(items) > 0 {
+		s.metrics.send.Observe(time.Since(start).Seconds())
+	}
+
+	now := s.cfg.Now()
+	markStart := time.Now()
+	defer func() { s.metrics.mark.Observe(time.Since(markStart).Seconds()) }()
+	var (
+		acked    []uuid.UUID
+		failures []store.ResendFailure
+		errs     []error
+	)
+	for i := range items {
+		it := &items[i]
+		out[i].Item = it
+		if sendErrs[i] == nil {
+			acked = append(acked, it.ID)
+			out[i].Outcome = OutcomeResent
+			continue
+		}
+		out[i].Outcome, out[i].Err = OutcomeFailed, sendErrs[i].Error()
+		failures = append(failures, store.ResendFailure{
+			ID:            it.ID,
+			Error:         sendErrs[i].Error(),
+			NextAttemptAt: retryAt(s.cfg.SendBackoff, it.ResendFailures, now),
+		})
+	}
+	if len(failures) > 0 {
+		if _, err := s.store.RecordResendFailures(ctx, owner, now, failures); err != nil {
+			// The leases stay until they expire; the rows are then due again.
+			errs = append(errs, err)
+		}
+		s.cfg.Logger.Warn("resends not acknowledged: failures stay due", "count", len(failures),
+			"first_error", failures[0].Error)
+	}
+
+	var auditFn func([]uuid.UUID) []store.AuditEntry
+	settle := func(marked []uuid.UUID) {
+		ok := make(map[uuid.UUID]bool, len(marked))
+		for _, id := range marked {
+			ok[id] = true
+		}
+		for i := range out {
+			if out[i].Outcome == OutcomeResent && !ok[out[i].Item.ID] {
+				out[i].Outcome = OutcomeFailed
+				out[i].Err = "republished, but the failure changed meanwhile (state or lease): not marked RESENT"
+			}
+		}
+	}
+	if audit != nil {
+		auditFn = func(marked []uuid.UUID) []store.AuditEntry {
+			settle(marked)
+			return audit(out)
+		}
+	}
+	marked, err := s.store.MarkResent(ctx, owner, acked, now, auditFn)
+	if err != nil {
+		for i := range out {
+			if out[i].Outcome == OutcomeResent {
+				out[i].Outcome = OutcomeFailed
+				out[i].Err = "republished, but marking it RESENT failed (database error): it may be resent again when its lease expires"
+			}
+		}
+		return out, errors.Join(append(errs, err)...)
+	}
+	settle(marked)
+	if n := len(acked) - len(marked); n > 0 {
+		s.cfg.Logger.Warn("resent records whose failures changed meanwhile were not marked RESENT", "count", n)
+	}
+	return out, errors.Join(errs...)
+}
+
+// retryAt returns when a failure is due again after its nth unacknowledged resend (n counts
+// the earlier ones, from 0). The send backoff never turns a failure PERMANENT.
+func retryAt(b Backoff, n int, now time.Time) time.Time {
+	if t, ok := b.Next(n, now); ok {
+		return t
+	}
+	return now.Add(b.Delay(n))
+}
+
+// observeLag sets the scheduler lag gauge: now − the oldest due next_attempt_at.
+func (s *Scheduler) observeLag(ctx context.Context) {
+	now := s.cfg.Now()
+	oldest, ok, err := s.store.OldestDue(ctx, now)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			s.cfg.Logger.Warn("resend scheduler lag unknown", "error", err)
+		}
+	case !ok:
+		s.metrics.lag.Set(0)
+	default:
+		s.metrics.lag.Set(now.Sub(oldest).Seconds())
+	}
+}

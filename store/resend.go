@@ -1,0 +1,413 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/redrive/redrive/avro"
+)
+
+// ResendItem is what a resend needs of a failure: the original record byte for byte, the
+// service it is meant for, and the identity of its causing message.
+type ResendItem struct {
+	ID    uuid.UUID
+	State State
+
+	// The original record.
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte        // nil for a null key
+	Value     []byte        // exactly as stored
+	Headers   []avro.Header // in order, duplicates kept; a nil Value is a null value
+
+	// PublisherService is the service that failed to process the record.
+	PublisherService string
+	// CausingMessage identifies the message across resends.
+	CausingMessage string
+	// Attempt is the failure number of the causing message.
+	Attempt int
+	// ResendFailures counts the resends of this row that the broker did not acknowledge.
+	ResendFailures int
+	// NextAttemptAt is when a RETRY_PENDING failure is due; nil otherwise.
+	NextAttemptAt *time.Time
+	// GroupID is the failure's group.
+	GroupID int64
+}
+
+const resendItemColumns = `f.id, f.state, f.original_topic, f.original_partition, f.original_offset,
+	f.original_key, f.original_value, f.header_names, f.header_values, f.publisher_service,
+	f.causing_message, f.attempt, f.resend_failures, f.next_attempt_at, f.group_id`
+
+func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
+	defer rows.Close()
+	var out []ResendItem
+	for rows.Next() {
+		var (
+			it     ResendItem
+			names  []string
+			values [][]byte
+		)
+		if err := rows.Scan(&it.ID, &it.State, &it.Topic, &it.Partition, &it.Offset, &it.Key, &it.Value,
+			&names, &values, &it.PublisherService, &it.CausingMessage, &it.Attempt, &it.ResendFailures,
+			&it.NextAttemptAt, &it.GroupID); err != nil {
+			return nil, err
+		}
+		if len(names) != len(values) {
+			return nil, fmt.Errorf("failure %s: %d header names but %d values", it.ID, len(names), len(values))
+		}
+		it.Headers = make([]avro.Header, len(names))
+		for i := range names {
+			it.Headers[i] = avro.Header{Name: names[i], Value: values[i]}
+		}
+		if it.Value == nil {
+			it.Value = []byte{} // the column is NOT NULL; keep a non-nil (non-tombstone) value
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+// ClaimDueResends leases up to limit RETRY_PENDING failures that are due at now and not leased
+// by anyone (or whose lease has expired) to owner until leaseUntil, and returns them, the
+// earliest due first. Rows that another transaction is claiming are skipped (FOR UPDATE SKIP
+// LOCKED), so concurrent callers never get the same row while its lease runs. The claim is one
+// short statement: no transaction stays open while the caller sends.
+func (s *Store) ClaimDueResends(ctx context.Context, owner string, now time.Time, limit int, leaseUntil time.Time) ([]ResendItem, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH due AS (
+			SELECT id FROM failures
+			WHERE state = 'RETRY_PENDING' AND next_attempt_at <= $1
+			  AND (lease_until IS NULL OR lease_until <= $1)
+			ORDER BY next_attempt_at
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE failures f SET lease_owner = $3, lease_until = $4
+		FROM due WHERE f.id = due.id
+		RETURNING `+resendItemColumns,
+		now, limit, owner, leaseUntil)
+	if err != nil {
+		return nil, fmt.Errorf("claim due resends: %w", err)
+	}
+	items, err := scanResendItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("claim due resends: %w", err)
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].NextAttemptAt.Before(*items[j].NextAttemptAt) })
+	return items, nil
+}
+
+// Refusal says why ClaimResends did not claim an existing failure.
+type Refusal struct {
+	// State is the failure's current state.
+	State State
+	// InProgress is true when the failure may be resent but another resend holds its lease.
+	InProgress bool
+}
+
+// ClaimResends leases the failures with the given ids to owner until leaseUntil, for a manual
+// resend. It claims a failure only when it is RETRY_PENDING or PERMANENT and no unexpired lease
+// holds it. It returns the claimed items (in the order of ids) and, for each existing failure
+// it did not claim, why; an id in neither does not exist.
+func (s *Store) ClaimResends(ctx context.Context, owner string, ids []uuid.UUID, now, leaseUntil time.Time) ([]ResendItem, map[uuid.UUID]Refusal, error) {
+	refused := make(map[uuid.UUID]Refusal)
+	var claimed []ResendItem
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT id, state, lease_until FROM failures WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		if err != nil {
+			return err
+		}
+		var claim []uuid.UUID
+		for rows.Next() {
+			var (
+				id         uuid.UUID
+				state      State
+				leaseUntil *time.Time
+			)
+			if err := rows.Scan(&id, &state, &leaseUntil); err != nil {
+				rows.Close()
+				return err
+			}
+			switch {
+			case !state.Resendable():
+				refused[id] = Refusal{State: state}
+			case leaseUntil != nil && leaseUntil.After(now):
+				refused[id] = Refusal{State: state, InProgress: true}
+			default:
+				claim = append(claim, id)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(claim) == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, `
+			UPDATE failures f SET lease_owner = $2, lease_until = $3
+			WHERE f.id = ANY($1)
+			RETURNING `+resendItemColumns, claim, owner, leaseUntil)
+		if err != nil {
+			return err
+		}
+		claimed, err = scanResendItems(rows)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("claim resends: %w", err)
+	}
+	pos := make(map[uuid.UUID]int, len(ids))
+	for i, id := range ids {
+		if _, ok := pos[id]; !ok {
+			pos[id] = i
+		}
+	}
+	sort.SliceStable(claimed, func(i, j int) bool { return pos[claimed[i].ID] < pos[claimed[j].ID] })
+	return claimed, refused, nil
+}
+
+// MarkResent moves the failures with the given ids that owner holds leased from RETRY_PENDING
+// or PERMANENT to RESENT at the time at and releases their leases. It returns the ids it
+// marked: an id is missing when owner no longer holds its lease or its state changed meanwhile.
+// When audit is not nil, it is called with the marked ids and the entries it returns are
+// appended to the audit log in the same transaction; an entry with a zero At gets at.
+func (s *Store) MarkResent(ctx context.Context, owner string, ids []uuid.UUID, at time.Time, audit func(marked []uuid.UUID) []AuditEntry) ([]uuid.UUID, error) {
+	var marked []uuid.UUID
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if len(ids) > 0 {
+			rows, err := tx.Query(ctx, `
+				UPDATE failures SET state = 'RESENT', resent_at = $3, updated_at = $3,
+					lease_owner = NULL, lease_until = NULL
+				WHERE id = ANY($1) AND lease_owner = $2 AND state IN ('RETRY_PENDING', 'PERMANENT')
+				RETURNING id`, ids, owner, at)
+			if err != nil {
+				return err
+			}
+			marked, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+			if err != nil {
+				return err
+			}
+		}
+		if audit == nil {
+			return nil
+		}
+		return resendInsertAudit(ctx, tx, audit(marked), at)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark resent: %w", err)
+	}
+	return marked, nil
+}
+
+// resendInsertAudit appends entries to the audit log in one statement.
+func resendInsertAudit(ctx context.Context, tx pgx.Tx, entries []AuditEntry, at time.Time) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	var (
+		failureIDs = make([]*uuid.UUID, len(entries))
+		groupIDs   = make([]*int64, len(entries))
+		actions    = make([]string, len(entries))
+		principals = make([]string, len(entries))
+		reasons    = make([]*string, len(entries))
+		details    = make([]*string, len(entries))
+		ats        = make([]time.Time, len(entries))
+	)
+	for i, e := range entries {
+		failureIDs[i], groupIDs[i], actions[i], principals[i], reasons[i] = e.FailureID, e.GroupID, e.Action, e.Principal, e.Reason
+		if e.Details != nil {
+			b, err := json.Marshal(e.Details)
+			if err != nil {
+				return fmt.Errorf("audit details: %w", err)
+			}
+			d := string(b)
+			details[i] = &d
+		}
+		ats[i] = e.At
+		if ats[i].IsZero() {
+			ats[i] = at
+		}
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO audit_log (failure_id, group_id, action, principal, reason, details, at)
+		SELECT u.failure_id, u.group_id, u.action, u.principal, u.reason, u.details::jsonb, u.at
+		FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+			AS u(failure_id, group_id, action, principal, reason, details, at)`,
+		failureIDs, groupIDs, actions, principals, reasons, details, ats)
+	if err != nil {
+		return fmt.Errorf("insert audit: %w", err)
+	}
+	return nil
+}
+
+// ResendFailure is a resend that the broker did not acknowledge.
+type ResendFailure struct {
+	ID uuid.UUID
+	// Error is the producer's error text.
+	Error string
+	// NextAttemptAt is when a RETRY_PENDING failure is due again; ignored for other states.
+	NextAttemptAt time.Time
+}
+
+// RecordResendFailures records unacknowledged resends of failures that owner holds leased:
+// each keeps its state, counts one more resend failure (not a new failure of its message),
+// keeps the error text, is due again at NextAttemptAt when RETRY_PENDING, and is released.
+// It returns how many rows it updated.
+func (s *Store) RecordResendFailures(ctx context.Context, owner string, at time.Time, failures []ResendFailure) (int64, error) {
+	if len(failures) == 0 {
+		return 0, nil
+	}
+	ids := make([]uuid.UUID, len(failures))
+	errs := make([]string, len(failures))
+	nexts := make([]time.Time, len(failures))
+	for i, f := range failures {
+		ids[i], errs[i], nexts[i] = f.ID, f.Error, f.NextAttemptAt
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE failures f SET resend_failures = f.resend_failures + 1, last_resend_error = u.err,
+			next_attempt_at = CASE WHEN f.state = 'RETRY_PENDING' THEN u.next_at ELSE f.next_attempt_at END,
+			lease_owner = NULL, lease_until = NULL, updated_at = $2
+		FROM unnest($3::uuid[], $4::text[], $5::timestamptz[]) AS u(id, err, next_at)
+		WHERE f.id = u.id AND f.lease_owner = $1`, owner, at, ids, errs, nexts)
+	if err != nil {
+		return 0, fmt.Errorf("record resend failures: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// ExhaustRetries moves RETRY_PENDING failures that owner holds leased to PERMANENT with the
+// given state_reason (the retry policy's "retries exhausted"), and releases them. It returns
+// the ids it moved.
+func (s *Store) ExhaustRetries(ctx context.Context, owner string, ids []uuid.UUID, reason string, at time.Time) ([]uuid.UUID, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		UPDATE failures SET state = 'PERMANENT', state_reason = $3, updated_at = $4,
+			lease_owner = NULL, lease_until = NULL
+		WHERE id = ANY($1) AND lease_owner = $2 AND state = 'RETRY_PENDING'
+		RETURNING id`, ids, owner, reason, at)
+	if err != nil {
+		return nil, fmt.Errorf("exhaust retries: %w", err)
+	}
+	moved, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("exhaust retries: %w", err)
+	}
+	return moved, nil
+}
+
+// OldestDue returns the earliest next_attempt_at of the RETRY_PENDING failures due at now, and
+// false when none is due.
+func (s *Store) OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
+	var oldest *time.Time
+	err := s.pool.QueryRow(ctx, `
+		SELECT min(next_attempt_at) FROM failures
+		WHERE state = 'RETRY_PENDING' AND next_attempt_at <= $1`, now).Scan(&oldest)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest due resend: %w", err)
+	}
+	if oldest == nil {
+		return time.Time{}, false, nil
+	}
+	return *oldest, true, nil
+}
+
+// DeleteExpired deletes up to limit failures in state that reached it before cutoff, the
+// oldest first, and then the groups that this left empty. A RESENT failure's age counts from
+// resent_at, a CLOSED one's from closed_at, a PERMANENT one's from its last change (updated_at).
+// RETRY_PENDING failures are never deleted: asking for them is an error. Rows that another
+// transaction holds are skipped, so concurrent callers share the work. The audit log is kept.
+func (s *Store) DeleteExpired(ctx context.Context, state State, cutoff time.Time, limit int) (failures, groups int64, err error) {
+	var since string
+	switch state {
+	case StateResent:
+		since = "coalesce(resent_at, updated_at)"
+	case StateClosed:
+		since = "coalesce(closed_at, updated_at)"
+	case StatePermanent:
+		since = "updated_at"
+	default:
+		return 0, 0, fmt.Errorf("delete expired: refusing to delete %s failures", state)
+	}
+	// created_at < cutoff follows from since < cutoff; it lets the (state, created_at) index
+	// narrow the scan.
+	rows, err := s.pool.Query(ctx, `
+		WITH doomed AS (
+			SELECT id FROM failures
+			WHERE state = $1 AND created_at < $2 AND `+since+` < $2
+			ORDER BY created_at
+			LIMIT $3
+			FOR UPDATE SKIP LOCKED
+		)
+		DELETE FROM failures f USING doomed WHERE f.id = doomed.id
+		RETURNING f.group_id`, state, cutoff, limit)
+	if err != nil {
+		return 0, 0, fmt.Errorf("delete expired %s failures: %w", state, err)
+	}
+	groupIDs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, 0, fmt.Errorf("delete expired %s failures: %w", state, err)
+	}
+	failures = int64(len(groupIDs))
+	groups, err = s.resendDeleteEmptyGroups(ctx, groupIDs)
+	return failures, groups, err
+}
+
+// resendDeleteEmptyGroups deletes those of the groups that no failure references. A failure that
+// arrives for a group meanwhile wins: the foreign key refuses the delete, and the group stays.
+func (s *Store) resendDeleteEmptyGroups(ctx context.Context, ids []int64) (int64, error) {
+	ids = resendUniqueInt64(ids)
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	const q = `DELETE FROM failure_groups g
+		WHERE g.id = ANY($1) AND NOT EXISTS (SELECT 1 FROM failures f WHERE f.group_id = g.id)`
+	tag, err := s.pool.Exec(ctx, q, ids)
+	if err == nil {
+		return tag.RowsAffected(), nil
+	}
+	if !resendIsFKViolation(err) {
+		return 0, fmt.Errorf("delete empty groups: %w", err)
+	}
+	// A failure was added to one of them concurrently: go one by one.
+	var n int64
+	for _, id := range ids {
+		tag, err := s.pool.Exec(ctx, q, []int64{id})
+		switch {
+		case err == nil:
+			n += tag.RowsAffected()
+		case resendIsFKViolation(err):
+		default:
+			return n, fmt.Errorf("delete empty group %d: %w", id, err)
+		}
+	}
+	return n, nil
+}
+
+func resendIsFKViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23503"
+}
+
+func resendUniqueInt64(in []int64) []int64 {
+	seen := make(map[int64]struct{}, len(in))
+	out := in[:0:0]
+	for _, v := range in {
+		if _, ok := seen[v]; !ok {
+			seen[v] = struct{}{}
+			out = append(out, v)
+		}
+	}
+	return out
+}
