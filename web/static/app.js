@@ -1,0 +1,130 @@
+// redrive operator UI: small enhancements over pages that work without scripts.
+(function () {
+  'use strict';
+
+  // Show each time in the browser's time zone as a tooltip; the text stays in UTC.
+  document.querySelectorAll('time[datetime]').forEach(function (t) {
+    var d = new Date(t.dateTime);
+    if (!isNaN(d.getTime())) { t.title = d.toLocaleString(); }
+  });
+
+  // Failure list: row selection for the bulk actions.
+  var bulk = document.getElementById('bulk');
+  if (bulk) {
+    var all = document.getElementById('select-all');
+    var rows = Array.prototype.slice.call(bulk.querySelectorAll('input.row-select'));
+    var count = document.getElementById('selected-count');
+    var scopeAll = document.getElementById('scope-all');
+    var buttons = [document.getElementById('bulk-retry'), document.getElementById('bulk-close')];
+    var update = function () {
+      var n = rows.filter(function (r) { return r.checked; }).length;
+      if (count) { count.textContent = String(n); }
+      if (all) {
+        all.checked = n > 0 && n === rows.length;
+        all.indeterminate = n > 0 && n < rows.length;
+      }
+      var ok = n > 0 || (scopeAll && scopeAll.checked);
+      buttons.forEach(function (b) { if (b) { b.disabled = !ok; } });
+    };
+    if (all) {
+      all.addEventListener('change', function () {
+        rows.forEach(function (r) { r.checked = all.checked; });
+        if (all.checked) {
+          var sel = bulk.querySelector('input[name="scope"][value="selected"]');
+          if (sel) { sel.checked = true; }
+        }
+        update();
+      });
+    }
+    bulk.addEventListener('change', update);
+    update();
+  }
+
+  // Failure list: remember the last filter in local storage and offer it back.
+  var filterForm = document.getElementById('filter-form');
+  if (filterForm) {
+    var key = 'redrive.failures.filter';
+    var params = new URLSearchParams(window.location.search);
+    params.delete('cursor');
+    var current = params.toString();
+    var restore = document.getElementById('restore-filter');
+    var store = null;
+    try { store = window.localStorage; } catch (e) { store = null; }
+    if (store) {
+      if (current) {
+        store.setItem(key, current);
+      } else if (store.getItem(key) && restore) {
+        restore.href = '/failures?' + store.getItem(key);
+        restore.hidden = false;
+      }
+      var clear = document.getElementById('clear-filter');
+      if (clear) { clear.addEventListener('click', function () { store.removeItem(key); }); }
+    }
+    // Leave empty fields out of the address, so that shared links stay short.
+    filterForm.addEventListener('submit', function () {
+      filterForm.querySelectorAll('input').forEach(function (i) {
+        if (i.type !== 'checkbox' && i.value === '') { i.disabled = true; }
+      });
+    });
+    window.addEventListener('pageshow', function () {
+      filterForm.querySelectorAll('input').forEach(function (i) { i.disabled = false; });
+    });
+  }
+
+  // Copy buttons (the stack trace).
+  document.querySelectorAll('[data-copy]').forEach(function (b) {
+    var target = document.getElementById(b.getAttribute('data-copy'));
+    if (!target) { return; }
+    b.hidden = false;
+    b.addEventListener('click', function () {
+      var text = target.textContent;
+      var done = function (label) {
+        b.textContent = label;
+        window.setTimeout(function () { b.textContent = 'Copy'; }, 1500);
+      };
+      var selectIt = function () {
+        var range = document.createRange();
+        range.selectNodeContents(target);
+        var sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+        done('Selected: press Ctrl+C');
+      };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(text).then(function () { done('Copied'); }, selectIt);
+      } else {
+        selectIt();
+      }
+    });
+  });
+
+  // Payload views as tabs (without scripts every view shows, one under the other).
+  document.querySelectorAll('.tabs[role="tablist"]').forEach(function (list) {
+    var tabs = Array.prototype.slice.call(list.querySelectorAll('[role="tab"]'));
+    var select = function (tab, focus) {
+      tabs.forEach(function (t) {
+        var on = t === tab;
+        t.setAttribute('aria-selected', on ? 'true' : 'false');
+        t.tabIndex = on ? 0 : -1;
+        var panel = document.getElementById(t.getAttribute('aria-controls'));
+        if (panel) { panel.hidden = !on; }
+      });
+      if (focus) { tab.focus(); }
+    };
+    tabs.forEach(function (t, i) {
+      t.addEventListener('click', function () { select(t, false); });
+      t.addEventListener('keydown', function (e) {
+        var j = -1;
+        if (e.key === 'ArrowRight') { j = (i + 1) % tabs.length; }
+        if (e.key === 'ArrowLeft') { j = (i - 1 + tabs.length) % tabs.length; }
+        if (e.key === 'Home') { j = 0; }
+        if (e.key === 'End') { j = tabs.length - 1; }
+        if (j >= 0) { e.preventDefault(); select(tabs[j], true); }
+      });
+    });
+    var first = document.getElementById('tab-' + list.getAttribute('data-default')) || tabs[0];
+    list.hidden = false;
+    list.parentNode.classList.add('js-tabs');
+    select(first, false);
+  });
+})();

@@ -1,0 +1,215 @@
+package web
+
+import (
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
+)
+
+// The embedded templates and static files.
+var (
+	//go:embed templates/*.html
+	templateFS embed.FS
+	//go:embed static
+	staticFS embed.FS
+)
+
+// Config configures the UI handler. A zero field means the documented default.
+type Config struct {
+	// Backend serves the pages' queries and actions. Required.
+	Backend Backend
+	// Auth verifies API tokens and trusted-proxy identities. Required.
+	Auth Authenticator
+	// SessionKey is the HMAC key of the CSRF tokens, at least 32 bytes. Every instance behind
+	// one load balancer needs the same key. Defaults to a random key: a form rendered by one
+	// instance is then refused by another, and by this one after a restart.
+	SessionKey []byte
+	// SecureCookies marks the cookies Secure. Defaults to false, in which case a cookie is
+	// Secure only when the request came over TLS to this process; set it behind a TLS proxy.
+	SecureCookies bool
+	// PageSize is the number of rows of a failure or group page. Defaults to 50, at most 500.
+	PageSize int
+	// MaxBulk bounds the failures that one action on "all matching the filter" applies to,
+	// oldest first. Defaults to 1000.
+	MaxBulk int
+	// ChartWindow is the time span of the overview chart. Defaults to 24h.
+	ChartWindow time.Duration
+	// ChartBuckets is the number of bars of the overview chart. Defaults to 24.
+	ChartBuckets int
+	// MaxPayloadView bounds the bytes of a key, value or header shown in the hex and text
+	// views; longer ones are cut (with a notice) and can be downloaded whole. Defaults to 64 KiB.
+	MaxPayloadView int
+	// Registry, when set, resolves the schema ids of Confluent-framed payloads for the Avro view.
+	Registry schemaregistry.Client
+	// Schemas are Avro schemas (JSON) that the Avro view tries on single-object encoded
+	// payloads, by fingerprint. redrive's own event and key schemas are always known.
+	Schemas []string
+	// Logger receives the handler's logs. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Defaults of Config.
+const (
+	DefaultPageSize       = 50
+	DefaultMaxBulk        = 1000
+	DefaultChartWindow    = 24 * time.Hour
+	DefaultChartBuckets   = 24
+	DefaultMaxPayloadView = 64 << 10
+	maxPageSize           = 500
+)
+
+func (c Config) withDefaults() (Config, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("invalid config: "+format, args...)) }
+	if c.Backend == nil {
+		bad("Backend is required")
+	}
+	if c.Auth == nil {
+		bad("Auth is required")
+	}
+	switch {
+	case c.SessionKey == nil:
+		c.SessionKey = make([]byte, 32)
+		_, _ = rand.Read(c.SessionKey)
+	case len(c.SessionKey) < 32:
+		bad("SessionKey has %d bytes, at least 32 are needed", len(c.SessionKey))
+	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.PageSize < 1 || c.PageSize > maxPageSize {
+		bad("PageSize %d is not between 1 and %d", c.PageSize, maxPageSize)
+	}
+	if c.MaxBulk == 0 {
+		c.MaxBulk = DefaultMaxBulk
+	}
+	if c.MaxBulk < 1 {
+		bad("MaxBulk %d is not positive", c.MaxBulk)
+	}
+	if c.ChartWindow == 0 {
+		c.ChartWindow = DefaultChartWindow
+	}
+	if c.ChartBuckets == 0 {
+		c.ChartBuckets = DefaultChartBuckets
+	}
+	if c.ChartBuckets < 1 || c.ChartBuckets > 500 {
+		bad("ChartBuckets %d is not between 1 and 500", c.ChartBuckets)
+	}
+	if c.ChartWindow < time.Duration(c.ChartBuckets)*time.Second {
+		bad("ChartWindow %s is shorter than one second per bucket", c.ChartWindow)
+	}
+	if c.MaxPayloadView == 0 {
+		c.MaxPayloadView = DefaultMaxPayloadView
+	}
+	if c.MaxPayloadView < 16 {
+		bad("MaxPayloadView %d is below 16 bytes", c.MaxPayloadView)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, errors.Join(errs...)
+}
+
+// handler serves the UI.
+type handler struct {
+	cfg    Config
+	pages  *pages
+	avro   *avroViewer
+	static http.Handler
+	mux    *http.ServeMux
+	// session is mux behind the session middleware.
+	session http.Handler
+}
+
+// New returns the UI's handler, meant to be mounted at the root of the site (the API lives at
+// /api/v1, outside it).
+func New(cfg Config) (http.Handler, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p, err := parsePages()
+	if err != nil {
+		return nil, fmt.Errorf("parse templates: %w", err)
+	}
+	av, err := newAvroViewer(cfg.Registry, cfg.Schemas)
+	if err != nil {
+		return nil, fmt.Errorf("invalid config: Schemas: %w", err)
+	}
+	sub, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, fmt.Errorf("static files: %w", err)
+	}
+	h := &handler{cfg: cfg, pages: p, avro: av, static: http.FileServerFS(sub), mux: http.NewServeMux()}
+	h.routes()
+	h.session = h.withSession(h.mux)
+	return h, nil
+}
+
+func (h *handler) routes() {
+	m := h.mux
+	m.Handle("GET /static/", http.StripPrefix("/static", http.HandlerFunc(h.serveStatic)))
+	m.HandleFunc("GET /login", h.getLogin)
+	m.HandleFunc("POST /login", h.postLogin)
+	m.HandleFunc("POST /logout", h.postLogout)
+
+	m.HandleFunc("GET /{$}", h.requireRole(RoleViewer, h.getOverview))
+	m.HandleFunc("GET /failures", h.requireRole(RoleViewer, h.getFailures))
+	m.HandleFunc("GET /failures/{id}", h.requireRole(RoleViewer, h.getFailure))
+	m.HandleFunc("GET /failures/{id}/{part}", h.requireRole(RoleViewer, h.getPayload))
+	m.HandleFunc("POST /failures/confirm", h.requireRole(RoleOperator, h.postConfirm))
+	m.HandleFunc("POST /failures/retry", h.requireRole(RoleOperator, h.postRetry))
+	m.HandleFunc("POST /failures/close", h.requireRole(RoleOperator, h.postClose))
+	m.HandleFunc("GET /groups", h.requireRole(RoleViewer, h.getGroups))
+	m.HandleFunc("POST /groups/{id}", h.requireRole(RoleOperator, h.postGroup))
+	m.HandleFunc("/", h.notFound)
+}
+
+// ServeHTTP sets the security headers and serves the request.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", contentSecurityPolicy)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+	hd.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+	if strings.HasPrefix(r.URL.Path, "/static/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		h.mux.ServeHTTP(w, r) // no session needed for the embedded files
+		return
+	}
+	h.session.ServeHTTP(w, r)
+}
+
+// contentSecurityPolicy allows nothing but this site's own scripts, styles and images: no
+// inline script or style, no framing.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'"
+
+func (h *handler) serveStatic(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/") { // no directory listings
+		http.NotFound(w, r)
+		return
+	}
+	// The file names carry no version: a short cache keeps a deployment's change visible.
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	h.static.ServeHTTP(w, r)
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	h.renderError(w, r, http.StatusNotFound, "There is no page here.")
+}
