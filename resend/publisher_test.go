@@ -66,6 +66,7 @@ func TestResendByteExactThroughThreeResends(t *testing.T) {
 		hdr("binary", []byte{0x00, 0x01, 0xfe, 0xff}),
 		hdr("trace-id", []byte("t-2")),
 		hdr("ключ ✓", []byte("ünïcode")),
+		hdr("empty", []byte{}),
 	}
 	wantHeaders := headerList(ResendHeaders(original, "order-service", "redrive-test", "msg-1"))
 
