@@ -1,0 +1,68 @@
+package errorhandler
+
+import (
+	"context"
+	"errors"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+)
+
+// Delivery reports the outcome of one published MPFE.
+type Delivery struct {
+	done    chan struct{}
+	err     error
+	eventID string
+}
+
+// Done is closed when the outcome is known.
+func (d *Delivery) Done() <-chan struct{} { return d.done }
+
+// Err returns nil when the error topic acknowledged the MPFE, so the record's offset may be
+// committed; otherwise why it was not (the context ended, or the DeadLetterer closed), joined
+// with the last produce error. Call it after Done is closed.
+func (d *Delivery) Err() error {
+	select {
+	case <-d.done:
+		return d.err
+	default:
+		return errors.New("dead-letter delivery still in flight")
+	}
+}
+
+// Wait waits for the outcome or for ctx to end.
+func (d *Delivery) Wait(ctx context.Context) error {
+	select {
+	case <-d.done:
+		return d.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// EventID returns the MPFE's identity.eventId.
+func (d *Delivery) EventID() string { return d.eventID }
+
+// Publish publishes the MPFE of msg's failure err. The phase is PhaseDecode when err's chain
+// holds a *DecodeError, else PhaseProcess. Failed attempts are retried until the error topic
+// acknowledges the event or ctx ends; only a Delivery whose Err is nil allows committing msg's
+// offset. msg must not be modified until the Delivery is done.
+func (d *DeadLetterer) Publish(ctx context.Context, msg *kafka.Message, err error) *Delivery {
+	phase := PhaseProcess
+	var de *DecodeError
+	if errors.As(err, &de) {
+		phase = PhaseDecode
+	}
+	del := &Delivery{done: make(chan struct{})}
+	var stop func() bool
+	j := d.newJob(msg, d.classify(phase, err), func(err error) {
+		if stop != nil {
+			stop()
+		}
+		del.err = err
+		close(del.done)
+	}, nil)
+	del.eventID = j.ev.Identity.EventID
+	stop = context.AfterFunc(ctx, func() { d.cancel(j, ctx.Err()) })
+	d.submit(j)
+	return del
+}

@@ -1,0 +1,121 @@
+package errorhandler
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// tpKey identifies a partition.
+type tpKey struct {
+	topic     string
+	partition int32
+}
+
+// Halt reasons.
+const (
+	// ReasonFailure: a record failed under the Fail policy.
+	ReasonFailure = "failure"
+	// ReasonFlood: the flood guard saw too many failures in a row.
+	ReasonFlood = "flood"
+)
+
+// haltState is a halted partition's record and why it halted.
+type haltState struct {
+	msg    *kafka.Message
+	f      failure
+	reason string
+	since  time.Time
+}
+
+// item is a record queued for a partition's worker, stamped with the partition's epoch when
+// it was queued: a halt bumps the epoch, and the worker drops records of an older epoch.
+type item struct {
+	msg   *kafka.Message
+	epoch uint64
+}
+
+// partition is the state of one assigned partition. Its worker goroutine handles its records in
+// order; the poll loop queues records, pauses, resumes and commits.
+type partition struct {
+	key tpKey
+	tp  kafka.TopicPartition
+
+	// Written by the worker (and by a release while the worker is idle), read anywhere.
+	next        atomic.Int64 // offset after the last record the worker finished with; -1 before
+	epoch       atomic.Uint64
+	consecutive atomic.Int64
+	stopping    atomic.Bool
+
+	mu           sync.Mutex
+	queue        []item
+	spare        []item
+	halt         *haltState
+	track        offsetTracker
+	failingSlots int // in-flight MPFEs whose last attempt failed: the partition waits
+	blockedSince time.Time
+	blockedErr   string
+	blockedSlot  *offsetSlot
+	blockedPhase Phase
+
+	signal chan struct{} // wakes the worker; capacity 1
+	quit   chan struct{} // closed when the worker must stop taking records
+	done   chan struct{} // closed when the worker has returned
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Owned by the poll loop.
+	stage      []*kafka.Message
+	staged     bool
+	expect     int64 // next offset to queue; -1 before the first record
+	paused     bool
+	flowPaused bool
+	// reseek is set by a release: the partition resumes after the released record, not where
+	// the poll loop left off (records after a halt were dropped).
+	reseek    bool
+	committed int64 // last committed offset; -1 before
+
+	handled      prometheus.Counter
+	consecGauge  prometheus.Gauge
+	deadLettered [2]prometheus.Counter // by phase: decode, process
+}
+
+func newPartition(tp kafka.TopicPartition, met *metrics) *partition {
+	topic := *tp.Topic
+	p := &partition{
+		key:       tpKey{topic: topic, partition: tp.Partition},
+		tp:        kafka.TopicPartition{Topic: &topic, Partition: tp.Partition},
+		signal:    make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+		expect:    -1,
+		committed: -1,
+	}
+	p.next.Store(-1)
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.handled = met.handled.WithLabelValues(topic)
+	p.consecGauge = met.consecutive.WithLabelValues(topic, partitionLabel(tp.Partition))
+	p.deadLettered[0] = met.failures.WithLabelValues(string(PhaseDecode), string(OutcomeDeadLettered), topic)
+	p.deadLettered[1] = met.failures.WithLabelValues(string(PhaseProcess), string(OutcomeDeadLettered), topic)
+	return p
+}
+
+// committable returns the offset that may be committed now, or -1.
+func (p *partition) committable() int64 {
+	next := p.next.Load() // before the lock: see offsetTracker
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.track.committable(next)
+}
+
+// wake signals the worker without blocking.
+func (p *partition) wake() {
+	select {
+	case p.signal <- struct{}{}:
+	default:
+	}
+}
