@@ -5,6 +5,9 @@
 // RETRY_PENDING failures in batches (a lease per row, taken with FOR UPDATE SKIP LOCKED in one
 // short statement), produces the stored key, value and headers to the original topic with an
 // idempotent acks=all producer, waits for the acknowledgements and marks the failures RESENT.
+// Within a round the three run as a pipeline: one claimer walks the due rows in order, several
+// senders each wait for one batch's acknowledgements, and one marker marks acknowledged batches
+// in combined statements, with bounded queues between them.
 // A resent record carries the headers jeap_eh_target_service, jeap_eh_error_handling_service
 // and redrive-origin exactly once each ([ResendHeaders]). A record the broker does not
 // acknowledge leaves its failure due again later ([DefaultSendBackoff]); a crash between the

@@ -17,13 +17,17 @@ type metrics struct {
 	// resends counts resends by trigger (auto, manual) and outcome (resent, failed,
 	// exhausted, not_found, conflict).
 	resends *prometheus.CounterVec
+	// acked counts records the broker acknowledged, by trigger, before their failures are
+	// marked RESENT.
+	acked *prometheus.CounterVec
 	// lag is now − the oldest due next_attempt_at, 0 when nothing is due.
 	lag prometheus.Gauge
 	// claim observes the duration of claim statements.
 	claim prometheus.Histogram
 	// send observes the time from the first produce of a batch to its last acknowledgement.
 	send prometheus.Histogram
-	// mark observes the duration of recording a batch's outcome (resend failures, RESENT).
+	// mark observes the duration of the statements that record resend outcomes (resend
+	// failures of a batch, RESENT marks of up to markMaxBatches batches).
 	mark prometheus.Histogram
 	// deleted counts failures deleted by housekeeping, by state.
 	deleted *prometheus.CounterVec
@@ -37,6 +41,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "redrive_resend_total",
 			Help: "Resends of stored failures by trigger (auto, manual) and outcome (resent, failed, exhausted, not_found, conflict).",
 		}, []string{"trigger", "outcome"}),
+		acked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "redrive_resend_acknowledged_total",
+			Help: "Resent records acknowledged by the broker, by trigger (auto, manual); a failure is marked RESENT after its record is acknowledged.",
+		}, []string{"trigger"}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "redrive_resend_scheduler_lag_seconds",
 			Help: "Now minus the oldest next_attempt_at of the due RETRY_PENDING failures; 0 when none is due.",
@@ -53,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		mark: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "redrive_resend_mark_duration_seconds",
-			Help:    "Duration of recording the outcome of one resend batch (resend failures and RESENT marks).",
+			Help:    "Duration of one statement recording resend outcomes: resend failures of a batch, or RESENT marks of up to four acknowledged batches.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -70,6 +78,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	var errs []error
 	m.resends = register(reg, m.resends, &errs)
+	m.acked = register(reg, m.acked, &errs)
 	m.lag = register(reg, m.lag, &errs)
 	m.claim = register(reg, m.claim, &errs)
 	m.send = register(reg, m.send, &errs)

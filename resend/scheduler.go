@@ -120,108 +120,6 @@ func every(ctx context.Context, interval time.Duration, fn func()) {
 	}
 }
 
-// roundStats counts the outcomes of one round.
-type roundStats struct {
-	claimed, resent, failed, exhausted int
-}
-
-func (r *roundStats) add(o roundStats) {
-	r.claimed += o.claimed
-	r.resent += o.resent
-	r.failed += o.failed
-	r.exhausted += o.exhausted
-}
-
-// round claims and sends due failures until none is left or ctx ends. The first batch runs
-// alone; when it was full, Concurrency workers drain the rest.
-func (s *Scheduler) round(ctx context.Context) (roundStats, error) {
-	s.observeLag(ctx)
-	total, full, err := s.batch(ctx)
-	if err != nil || !full {
-		return total, err
-	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for range s.cfg.Concurrency {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				st, full, err := s.batch(ctx)
-				mu.Lock()
-				total.add(st)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				mu.Unlock()
-				if err != nil || !full {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return total, errors.Join(errs...)
-}
-
-// batch claims one batch of due failures, moves those whose retries are exhausted to PERMANENT,
-// sends the others and records the outcome. full reports a batch of BatchSize rows: more may
-// be due.
-func (s *Scheduler) batch(ctx context.Context) (st roundStats, full bool, err error) {
-	now := s.cfg.Now()
-	start := time.Now()
-	items, err := s.store.ClaimDueResends(ctx, s.cfg.InstanceID, now, s.cfg.BatchSize, now.Add(s.cfg.Lease))
-	s.metrics.claim.Observe(time.Since(start).Seconds())
-	if err != nil {
-		return st, false, err
-	}
-	st.claimed = len(items)
-	if len(items) == 0 {
-		return st, false, nil
-	}
-	full = len(items) >= s.cfg.BatchSize
-	// The rows are leased to this instance now: finish the batch even when ctx ends.
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.batchTimeout())
-	defer cancel()
-
-	send := items[:0:0]
-	var exhausted []uuid.UUID
-	for _, it := range items {
-		if s.cfg.Backoff.Exhausted(it.Attempt) {
-			exhausted = append(exhausted, it.ID)
-		} else {
-			send = append(send, it)
-		}
-	}
-	var errs []error
-	if len(exhausted) > 0 {
-		moved, err := s.store.ExhaustRetries(bctx, s.cfg.InstanceID, exhausted, ReasonRetriesExhausted, s.cfg.Now())
-		if err != nil {
-			errs = append(errs, err)
-		}
-		st.exhausted = len(moved)
-		s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeExhausted)).Add(float64(len(moved)))
-		if len(moved) > 0 {
-			s.cfg.Logger.Info("retries exhausted: failures moved to PERMANENT", "count", len(moved), "max_attempts", s.cfg.Backoff.MaxAttempts)
-		}
-	}
-	out, err := s.deliver(bctx, s.cfg.InstanceID, send, nil)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, o := range out {
-		switch o.Outcome {
-		case OutcomeResent:
-			st.resent++
-		default:
-			st.failed++
-		}
-		s.metrics.resends.WithLabelValues(TriggerAuto, string(o.Outcome)).Inc()
-	}
-	return st, full, errors.Join(errs...)
-}
-
 // delivered is the outcome of sending one claimed item.
 type delivered struct {
 	Item    *store.ResendItem
@@ -229,7 +127,7 @@ type delivered struct {
 	Err     string  // why it failed
 }
 
-// deliver sends claimed items, records the failed sends (due again after SendBackoff when
+// deliver sends claimed items of a manual resend, records the failed sends (due again after SendBackoff when
 // RETRY_PENDING) and marks the acknowledged ones RESENT, with the audit entries that audit
 // returns in the same transaction. It returns one outcome per item, in order. An acknowledged
 // record whose row could not be marked is a failed outcome that says so.
@@ -267,6 +165,7 @@ func (s *Scheduler) deliver(ctx context.Context, owner string, items []store.Res
 			NextAttemptAt: retryAt(s.cfg.SendBackoff, it.ResendFailures, now),
 		})
 	}
+	s.metrics.acked.WithLabelValues(TriggerManual).Add(float64(len(acked)))
 	if len(failures) > 0 {
 		if _, err := s.store.RecordResendFailures(ctx, owner, now, failures); err != nil {
 			// The leases stay until they expire; the rows are then due again.

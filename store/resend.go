@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/redrive/redrive/avro"
 )
@@ -76,33 +78,81 @@ func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
 	return out, rows.Err()
 }
 
+// DueCursor is a position in the order in which due failures are claimed: by next_attempt_at,
+// then id. The zero DueCursor is before every failure.
+type DueCursor struct {
+	At time.Time
+	ID uuid.UUID
+}
+
+// After returns the cursor after the last of items, as ClaimDueResendsAfter returns them (in
+// due order); c itself when items is empty.
+func (c DueCursor) After(items []ResendItem) DueCursor {
+	if len(items) == 0 || items[len(items)-1].NextAttemptAt == nil {
+		return c
+	}
+	last := &items[len(items)-1]
+	return DueCursor{At: *last.NextAttemptAt, ID: last.ID}
+}
+
 // ClaimDueResends leases up to limit RETRY_PENDING failures that are due at now and not leased
 // by anyone (or whose lease has expired) to owner until leaseUntil, and returns them, the
 // earliest due first. Rows that another transaction is claiming are skipped (FOR UPDATE SKIP
 // LOCKED), so concurrent callers never get the same row while its lease runs. The claim is one
 // short statement: no transaction stays open while the caller sends.
 func (s *Store) ClaimDueResends(ctx context.Context, owner string, now time.Time, limit int, leaseUntil time.Time) ([]ResendItem, error) {
-	rows, err := s.pool.Query(ctx, `
-		WITH due AS (
-			SELECT id FROM failures
-			WHERE state = 'RETRY_PENDING' AND next_attempt_at <= $1
-			  AND (lease_until IS NULL OR lease_until <= $1)
-			ORDER BY next_attempt_at
-			LIMIT $2
-			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE failures f SET lease_owner = $3, lease_until = $4
-		FROM due WHERE f.id = due.id
-		RETURNING `+resendItemColumns,
-		now, limit, owner, leaseUntil)
+	return s.ClaimDueResendsAfter(ctx, owner, now, DueCursor{}, limit, leaseUntil)
+}
+
+// ClaimDueResendsAfter is ClaimDueResends restricted to the failures after the cursor in due
+// order (next_attempt_at, id). A caller that claims batch after batch passes the cursor after
+// its last batch (DueCursor.After), so that each claim reads only rows it has not seen: the rows
+// it leased before are still RETRY_PENDING until they are marked, and without the cursor every
+// claim would read past them again. The claim reads the index failures_due_idx (migration 005)
+// in order, so a claim costs its own rows, however many are due.
+func (s *Store) ClaimDueResendsAfter(ctx context.Context, owner string, now time.Time, after DueCursor, limit int, leaseUntil time.Time) ([]ResendItem, error) {
+	afterAt := pgtype.Timestamptz{Time: after.At, Valid: true}
+	if after.At.IsZero() {
+		afterAt.InfinityModifier = pgtype.NegativeInfinity
+	}
+	var items []ResendItem
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Read the due index in order and stop after limit rows. Without statistics on a burst
+		// of newly due rows the planner may otherwise pick a bitmap scan of every due row and a
+		// sort, for each claim.
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			WITH due AS (
+				SELECT id FROM failures
+				WHERE state = 'RETRY_PENDING' AND next_attempt_at <= $1
+				  AND (next_attempt_at, id) > ($5::timestamptz, $6::uuid)
+				  AND (lease_until IS NULL OR lease_until <= $1)
+				ORDER BY next_attempt_at, id
+				LIMIT $2
+				FOR UPDATE SKIP LOCKED
+			)
+			UPDATE failures f SET lease_owner = $3, lease_until = $4
+			FROM due WHERE f.id = due.id
+			RETURNING `+resendItemColumns,
+			now, limit, owner, leaseUntil, afterAt, after.ID)
+		if err != nil {
+			return err
+		}
+		items, err = scanResendItems(rows)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim due resends: %w", err)
 	}
-	items, err := scanResendItems(rows)
-	if err != nil {
-		return nil, fmt.Errorf("claim due resends: %w", err)
-	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].NextAttemptAt.Before(*items[j].NextAttemptAt) })
+	sort.Slice(items, func(i, j int) bool {
+		a, b := *items[i].NextAttemptAt, *items[j].NextAttemptAt
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return bytes.Compare(items[i].ID[:], items[j].ID[:]) < 0
+	})
 	return items, nil
 }
 

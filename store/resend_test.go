@@ -155,3 +155,58 @@ func TestClaimResendsByID(t *testing.T) {
 		t.Fatalf("after the failed send: %s %d %v %v", state, failures, due, owner)
 	}
 }
+
+// Claims after a cursor continue in due order (next_attempt_at, then id): rows due at the same
+// instant are neither skipped nor claimed twice, and rows before the cursor are left alone.
+func TestClaimDueResendsAfterCursor(t *testing.T) {
+	ctx := context.Background()
+	pool := testkit.Postgres(t)
+	st, err := store.New(store.Config{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	first := resendTestInsert(t, pool, now.Add(-time.Minute), nil)
+	for range 5 {
+		resendTestInsert(t, pool, now.Add(-time.Second), nil)
+	}
+	var (
+		cursor store.DueCursor
+		seen   = map[uuid.UUID]bool{}
+		order  []store.ResendItem
+	)
+	for {
+		items, err := st.ClaimDueResendsAfter(ctx, "a", now, cursor, 2, now.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) == 0 {
+			break
+		}
+		for _, it := range items {
+			if seen[it.ID] {
+				t.Fatalf("%s claimed twice", it.ID)
+			}
+			seen[it.ID] = true
+		}
+		order = append(order, items...)
+		cursor = cursor.After(items)
+	}
+	if len(order) != 6 || order[0].ID != first {
+		t.Fatalf("claimed %d rows, first %s; want 6, first %s", len(order), order[0].ID, first)
+	}
+	for i := 2; i < len(order); i++ {
+		if order[i-1].ID.String() >= order[i].ID.String() {
+			t.Fatalf("rows due at the same instant out of id order: %s before %s", order[i-1].ID, order[i].ID)
+		}
+	}
+
+	// A row due before the cursor is not claimed after it; a claim from the start gets it.
+	early := resendTestInsert(t, pool, now.Add(-2*time.Minute), nil)
+	if items, err := st.ClaimDueResendsAfter(ctx, "a", now, cursor, 10, now.Add(time.Minute)); err != nil || len(items) != 0 {
+		t.Fatalf("claim after the cursor: %d rows, %v; want none", len(items), err)
+	}
+	if items, err := st.ClaimDueResendsAfter(ctx, "a", now, store.DueCursor{}, 10, now.Add(time.Minute)); err != nil || len(items) != 1 || items[0].ID != early {
+		t.Fatalf("claim from the start: %+v, %v; want only the early row", items, err)
+	}
+}

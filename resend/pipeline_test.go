@@ -1,0 +1,102 @@
+package resend
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/redrive/redrive/store"
+)
+
+// When Run's context ends in the middle of a bulk resend, the batches already claimed are still
+// sent, and every acknowledged record's failure is marked RESENT before Run returns: no row is
+// left leased, and the topic holds exactly the RESENT failures.
+func TestShutdownMarksAcknowledgedRows(t *testing.T) {
+	t.Parallel()
+	const (
+		topic = "orders"
+		n     = 3000
+	)
+	e := newEnv(t, map[string]int{topic: 2})
+	e.insertDue(t, topic, n, 200)
+	s := e.scheduler(t, func(c *Config) {
+		c.Interval = 10 * time.Millisecond
+		c.BatchSize = 25
+		c.Concurrency = 2
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	waitFor(t, time.Minute, "a first acknowledged batch", func() bool {
+		return testutil.ToFloat64(s.metrics.acked.WithLabelValues(TriggerAuto)) > 0
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return after its context ended")
+	}
+
+	acked := testutil.ToFloat64(s.metrics.acked.WithLabelValues(TriggerAuto))
+	resent := e.countState(t, store.StateResent)
+	pending := e.countState(t, store.StateRetryPending)
+	t.Logf("stopped after %d of %d failures", resent, n)
+	if resent+pending != n {
+		t.Fatalf("%d RESENT + %d RETRY_PENDING, want %d in all", resent, pending, n)
+	}
+	if int(acked) != resent {
+		t.Errorf("%v records acknowledged but %d failures RESENT", acked, resent)
+	}
+	if got := e.records(topic); got != int64(resent) {
+		t.Errorf("topic holds %d records, want %d (one per RESENT failure)", got, resent)
+	}
+	if m := testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeResent))); int(m) != resent {
+		t.Errorf("resent metric %v, want %d", m, resent)
+	}
+	var leased int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM failures WHERE lease_owner IS NOT NULL`).Scan(&leased); err != nil {
+		t.Fatal(err)
+	}
+	if leased != 0 {
+		t.Errorf("%d failures still leased after Run returned", leased)
+	}
+}
+
+// A bulk resend in one round: the claims walk the due rows (all due at the same instant) in
+// order, batch after batch, and every failure is sent once and marked RESENT.
+func TestBulkRoundSendsEachRowOnce(t *testing.T) {
+	t.Parallel()
+	const (
+		topic = "orders"
+		n     = 1200
+		batch = 50
+	)
+	e := newEnv(t, map[string]int{topic: 3})
+	e.insertDue(t, topic, n, 100)
+	s := e.scheduler(t, func(c *Config) {
+		c.BatchSize = batch
+		c.Concurrency = 3
+	})
+	st, err := s.round(context.Background())
+	if err != nil {
+		t.Fatalf("round: %v", err)
+	}
+	if st.claimed != n || st.resent != n || st.failed != 0 {
+		t.Fatalf("round %+v, want %d claimed and resent", st, n)
+	}
+	if got := e.countState(t, store.StateResent); got != n {
+		t.Fatalf("%d failures RESENT, want %d", got, n)
+	}
+	if got := e.records(topic); got != n {
+		t.Fatalf("topic holds %d records, want %d", got, n)
+	}
+	st, err = s.round(context.Background())
+	if err != nil || st.claimed != 0 {
+		t.Fatalf("second round %+v, %v: nothing is due any more", st, err)
+	}
+}
