@@ -1,0 +1,545 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/intake"
+	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/store"
+)
+
+func init() { commands["intake"] = benchIntake }
+
+// benchIntake measures, in one run on one Postgres: (1) a raw COPY of N failure rows, the
+// floor; (2) the end-to-end intake of N MPFEs from an in-process Kafka into Postgres; (3) a
+// per-record emulation of the jEAP Error Handling Service (a transaction per event with its
+// idempotence check, lookups, upsert and insert). It prints rows/s, the ratios 2/1 and 2/3,
+// and the peak resident memory of each phase.
+func benchIntake(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("intake", flag.ContinueOnError)
+	var (
+		n          = fs.Int("n", 100_000, "events per phase")
+		jeapN      = fs.Int("jeap-n", 0, "events of the per-record phase (3); 0 means -n")
+		valueSize  = fs.Int("value-size", 512, "bytes of each original payload")
+		partitions = fs.Int("partitions", 6, "partitions of the error topic")
+		batch      = fs.Int("batch", intake.DefaultBatchSize, "intake batch size")
+		runs       = fs.Int("runs", 3, "runs of phases 1 and 2, alternated; phase 3 runs once")
+		writers    = fs.Int("writers", intake.DefaultWriters, "intake writers (Postgres connections writing batches at once)")
+		dbURL      = fs.String("database-url", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+			"PostgreSQL server whose user may CREATE DATABASE; a scratch database is created and dropped (env DATABASE_URL)")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *jeapN == 0 {
+		*jeapN = *n
+	}
+	if *n <= 0 || *jeapN <= 0 || *valueSize < 0 || *partitions <= 0 || *batch <= 0 || *runs <= 0 {
+		return errors.New("-n, -jeap-n, -partitions, -batch and -runs must be positive, -value-size not negative")
+	}
+
+	pool, drop, err := scratchDatabase(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	codec, err := avro.NewCodec(avro.Config{})
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("intake benchmark: %d events (%d in phase 3), %d-byte payloads, 2 headers, %d partitions, batch %d, %d writers, %d runs\n",
+		*n, *jeapN, *valueSize, *partitions, *batch, *writers, *runs)
+	events, encoded, err := intakeBenchEvents(codec, max(*n, *jeapN), *valueSize)
+	if err != nil {
+		return err
+	}
+	rss := intakeStartRSSSampler()
+	defer rss.stop()
+	// measure runs one phase on emptied tables and returns its rate, and the RSS at its start
+	// and its peak.
+	measure := func(name string, rows int, f func() error) (rate float64, startRSS, peakRSS int64, err error) {
+		if err := intakeResetTables(ctx, pool); err != nil {
+			return 0, 0, 0, err
+		}
+		debug.FreeOSMemory() // the RSS that follows is live memory, not freed heap kept mapped
+		rss.reset()
+		startRSS = rss.peak()
+		cpu0 := intakeCPU()
+		start := time.Now()
+		if err := f(); err != nil {
+			return 0, 0, 0, fmt.Errorf("%s: %w", name, err)
+		}
+		elapsed := time.Since(start)
+		cpu := intakeCPU() - cpu0
+		var stored int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM failures").Scan(&stored); err != nil {
+			return 0, 0, 0, err
+		}
+		if stored != rows {
+			return 0, 0, 0, fmt.Errorf("%s: %d rows stored, want %d", name, stored, rows)
+		}
+		rate = float64(rows) / elapsed.Seconds()
+		peakRSS = rss.peak()
+		fmt.Printf("  %-30s %7d rows %7.2f s %8.0f rows/s  RSS %4.0f -> peak %4.0f MiB  CPU of this process %5.2f s\n",
+			name, rows, elapsed.Seconds(), rate, float64(startRSS)/(1<<20), float64(peakRSS)/(1<<20), cpu.Seconds())
+		return rate, startRSS, peakRSS, nil
+	}
+
+	var copyRates, intakeRates, ratios []float64
+	var intakeRSS int64 // the largest over the runs
+	dsn := pool.Config().ConnString()
+	for r := 1; r <= *runs; r++ {
+		fmt.Printf("run %d\n", r)
+		cr, _, _, err := measure("1 raw COPY (floor)", *n, func() error { return intakeRawCopy(ctx, pool, events[:*n]) })
+		if err != nil {
+			return err
+		}
+		cluster, bootstrap, err := intakeLoadedCluster(encoded[:*n], *partitions)
+		if err != nil {
+			return err
+		}
+		var workerRSS int64
+		var workerCPU time.Duration
+		ir, _, _, err := measure("2 intake (kfake -> Postgres)", *n, func() error {
+			var err error
+			workerRSS, workerCPU, err = intakeRun(ctx, dsn, cluster, bootstrap, *n, *batch, *writers)
+			return err
+		})
+		cluster.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("    intake process: peak RSS %.0f MiB, CPU %.2f s (the Kafka broker runs in the benchmark process)\n",
+			float64(workerRSS)/(1<<20), workerCPU.Seconds())
+		copyRates, intakeRates, ratios = append(copyRates, cr), append(intakeRates, ir), append(ratios, ir/cr)
+		intakeRSS = max(intakeRSS, workerRSS)
+	}
+	jr, _, jeapRSS, err := measure("3 jEAP per-record emulation", *jeapN, func() error { return intakePerRecord(ctx, pool, codec, encoded[:*jeapN]) })
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("\nmedians over %d runs:\n", *runs)
+	fmt.Printf("  1 raw COPY (floor)             %9.0f rows/s\n", intakeMedian(copyRates))
+	fmt.Printf("  2 intake (kfake -> Postgres)   %9.0f rows/s  peak RSS of the intake process %.0f MiB\n",
+		intakeMedian(intakeRates), float64(intakeRSS)/(1<<20))
+	fmt.Printf("  3 jEAP per-record emulation    %9.0f rows/s  peak RSS %.0f MiB\n", jr, float64(jeapRSS)/(1<<20))
+	fmt.Printf("ratio 2/1 = %.2f (median of the runs' ratios; target >= 0.5)\n", intakeMedian(ratios))
+	fmt.Printf("ratio 2/3 = %.1f (target >= 10)\n", intakeMedian(intakeRates)/jr)
+	return nil
+}
+
+// intakeBenchEvents returns n distinct events, each failing its own message, spread over 20 groups,
+// and their single-object encodings.
+func intakeBenchEvents(codec *avro.Codec, n, valueSize int) ([]store.Incoming, [][]byte, error) {
+	events := make([]store.Incoming, n)
+	encoded := make([][]byte, n)
+	headers := []avro.Header{
+		{Name: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")},
+		{Name: "content-type", Value: []byte("application/avro")},
+	}
+	trace := "java.lang.IllegalStateException: boom\n\tat ch.example.Handler.handle(Handler.java:42)\n\tat ch.example.Listener.onMessage(Listener.java:17)"
+	for i := range events {
+		value := make([]byte, valueSize)
+		_, _ = rand.Read(value)
+		temp := avro.Temporary
+		if i%3 == 0 {
+			temp = avro.Permanent
+		}
+		e := &avro.Event{
+			Identity:  avro.Identity{EventID: uuid.NewString(), IdempotenceID: uuid.NewString(), Created: time.Now().UTC().Truncate(time.Millisecond)},
+			Type:      avro.EventType{Name: avro.EventTypeName, Version: avro.EventTypeVersion},
+			Publisher: avro.Publisher{System: "shop", Service: "service-" + strconv.Itoa(i%5)},
+			References: avro.References{
+				Message:   avro.MessageReference{Type: avro.MessageReferenceType, TopicName: "orders", Partition: int32(i % 12), Offset: int64(i)},
+				ErrorType: avro.ErrorTypeReference{Type: avro.ErrorTypeException, Temporality: temp, Code: "CODE_" + strconv.Itoa(i%4)},
+			},
+			Payload: avro.Payload{
+				OriginalMessage: value, OriginalKey: []byte("order-" + strconv.Itoa(i)), ErrorMessage: "could not process the order",
+				StackTrace: &trace, StackTraceHash: avro.Ptr("9f86d081"),
+				FailedMessageMetadata: &avro.Metadata{EventID: avro.Ptr(uuid.NewString()), MessageTypeName: avro.Ptr("OrderPlaced"),
+					MessageTypeVersion: avro.Ptr("1.0.0"), Service: avro.Ptr("checkout")},
+			},
+			DomainEventVersion: avro.DomainEventVersion,
+		}
+		if err := e.Payload.FailedMessageMetadata.SetHeaders(headers); err != nil {
+			return nil, nil, err
+		}
+		b, err := codec.EncodeEvent("errors", e)
+		if err != nil {
+			return nil, nil, err
+		}
+		events[i], encoded[i] = store.Incoming{Event: e, Headers: headers}, b
+	}
+	return events, encoded, nil
+}
+
+func intakeResetTables(ctx context.Context, pool *pgxpool.Pool) error {
+	for _, s := range []string{"TRUNCATE failures, failure_groups, audit_log RESTART IDENTITY", "CHECKPOINT"} {
+		if _, err := pool.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// intakeBenchColumns are the failures columns the intake writes.
+var intakeBenchColumns = []string{
+	"id", "state", "temporality", "error_code", "error_message", "error_description", "stack_trace", "stack_trace_hash",
+	"event_id", "idempotence_id", "event_created", "publisher_system", "publisher_service", "process_id",
+	"original_topic", "original_partition", "original_offset", "original_key", "original_value", "header_names", "header_values",
+	"message_id", "message_idempotence_id", "message_created", "message_system", "message_service", "message_type", "message_type_version",
+	"causing_message", "attempt", "next_attempt_at", "state_reason", "group_id", "created_at", "updated_at",
+}
+
+// intakeBenchRow returns the failures row of in, for intakeBenchColumns.
+func intakeBenchRow(in store.Incoming, groupID int64, now time.Time) []any {
+	e, p, md := in.Event, &in.Event.Payload, in.Event.Payload.FailedMessageMetadata
+	names := make([]string, len(in.Headers))
+	values := make([][]byte, len(in.Headers))
+	for i, h := range in.Headers {
+		names[i], values[i] = h.Name, h.Value
+	}
+	state, next := "PERMANENT", (*time.Time)(nil)
+	if e.References.ErrorType.Temporality == avro.Temporary {
+		at, _ := resend.DefaultBackoff().Next(1, now)
+		state, next = "RETRY_PENDING", &at
+	}
+	id, _ := uuid.NewV7()
+	return []any{
+		id, state, string(e.References.ErrorType.Temporality), e.References.ErrorType.Code, p.ErrorMessage, p.ErrorDescription,
+		p.StackTrace, p.StackTraceHash, e.Identity.EventID, e.Identity.IdempotenceID, e.Identity.Created, e.Publisher.System,
+		e.Publisher.Service, e.ProcessID, e.References.Message.TopicName, e.References.Message.Partition, e.References.Message.Offset,
+		p.OriginalKey, p.OriginalMessage, names, values, md.EventID, md.IdempotenceID, md.Created, md.System, md.Service,
+		md.MessageTypeName, md.MessageTypeVersion, store.CausingMessage(e, in.Headers), 1, next, nil, groupID, now, now,
+	}
+}
+
+// intakeRawCopy writes the rows with one COPY into failures: no duplicate check, no group lookup,
+// nothing decoded. It is the floor the intake is measured against.
+func intakeRawCopy(ctx context.Context, pool *pgxpool.Pool, events []store.Incoming) error {
+	var group int64
+	if err := pool.QueryRow(ctx, `INSERT INTO failure_groups (publisher_service, error_code) VALUES ('bench', 'BENCH') RETURNING id`).Scan(&group); err != nil {
+		return err
+	}
+	now := time.Now()
+	i := 0
+	_, err := pool.CopyFrom(ctx, pgx.Identifier{"failures"}, intakeBenchColumns, pgx.CopyFromFunc(func() ([]any, error) {
+		if i == len(events) {
+			return nil, nil
+		}
+		i++
+		return intakeBenchRow(events[i-1], group, now), nil
+	}))
+	return err
+}
+
+// intakeLoadedCluster starts a kfake cluster and produces the encoded events to its error topic.
+func intakeLoadedCluster(encoded [][]byte, partitions int) (*kfake.Cluster, string, error) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return nil, "", fmt.Errorf("start kfake: %w", err)
+	}
+	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
+	for topic, p := range map[string]int{"errors": partitions, "errors-dlt": 1} {
+		if err := cluster.CreateTopic(topic, int32(p), nil); err != nil {
+			cluster.Close()
+			return nil, "", err
+		}
+	}
+	prod, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
+		"enable.idempotence": true, "log_level": 3})
+	if err != nil {
+		cluster.Close()
+		return nil, "", err
+	}
+	defer prod.Close()
+	reports := make(chan kafka.Event, 10_000)
+	var deliveryErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range encoded {
+			if m := (<-reports).(*kafka.Message); m.TopicPartition.Error != nil && deliveryErr == nil {
+				deliveryErr = m.TopicPartition.Error
+			}
+		}
+	}()
+	topic := "errors"
+	for i, v := range encoded {
+		msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
+			Key: []byte("key-" + strconv.Itoa(i)), Value: v}
+		for {
+			err := prod.Produce(msg, reports)
+			var ke kafka.Error
+			if errors.As(err, &ke) && ke.Code() == kafka.ErrQueueFull {
+				time.Sleep(time.Millisecond) // the producer's queue drains
+				continue
+			}
+			if err != nil {
+				cluster.Close()
+				return nil, "", err
+			}
+			break
+		}
+	}
+	wg.Wait()
+	if deliveryErr != nil {
+		cluster.Close()
+		return nil, "", deliveryErr
+	}
+	return cluster, bootstrap, nil
+}
+
+// intakeRun runs the service's intake in a child process (`redrive-bench intake-worker`), so
+// that its memory and CPU are measured apart from the in-process Kafka and the test data, until
+// the group committed the end of every partition; then it stops the child, which shuts down
+// gracefully. It returns the child's peak RSS and CPU time.
+func intakeRun(ctx context.Context, dsn string, cluster *kfake.Cluster, bootstrap string, n, batch, writers int) (int64, time.Duration, error) {
+	const group = "bench-intake"
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	cmd := exec.CommandContext(ctx, exe, "intake-worker", "-bootstrap", bootstrap, "-database-url", dsn,
+		"-group", group, "-batch", strconv.Itoa(batch), "-writers", strconv.Itoa(writers))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// The child's peak RSS is VmHWM of its own address space, read while it runs: rusage's
+	// maxrss would include the benchmark's memory, inherited through fork before exec.
+	status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+	var peak int64
+	for {
+		if f, err := os.Open(status); err == nil {
+			peak = max(peak, intakeParseStatus(f, "VmHWM:"))
+			f.Close()
+		}
+		var committed int64
+		if info := cluster.GroupInfo(group); info != nil {
+			for _, c := range info.Commits["errors"] {
+				committed += c.Offset
+			}
+		}
+		if committed >= int64(n) {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			if err := <-done; err != nil {
+				return 0, 0, fmt.Errorf("intake worker: %w", err)
+			}
+			var cpu time.Duration
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			}
+			return peak, cpu, nil
+		}
+		select {
+		case err := <-done:
+			return 0, 0, fmt.Errorf("intake worker stopped early: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func init() { commands["intake-worker"] = intakeWorker }
+
+// intakeWorker runs the intake of `redrive serve` on the error topic "errors" until SIGTERM:
+// the child process of the intake benchmark.
+func intakeWorker(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("intake-worker", flag.ContinueOnError)
+	var (
+		bootstrap = fs.String("bootstrap", "", "Kafka bootstrap servers")
+		dbURL     = fs.String("database-url", "", "Postgres of the failures")
+		group     = fs.String("group", "bench-intake", "consumer group")
+		batch     = fs.Int("batch", intake.DefaultBatchSize, "batch size")
+		writers   = fs.Int("writers", intake.DefaultWriters, "writers")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st, err := store.New(store.Config{Pool: pool})
+	if err != nil {
+		return err
+	}
+	in, err := intake.New(intake.Config{
+		Store: st, NextAttempt: resend.DefaultBackoff().Next, Bootstrap: *bootstrap,
+		Topic: "errors", DeadLetterTopic: "errors-dlt", GroupID: *group, BatchSize: *batch, Writers: *writers,
+		ConsumerConfig: kafka.ConfigMap{"log_level": 3},
+		ProducerConfig: kafka.ConfigMap{"log_level": 3},
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	})
+	if err != nil {
+		return err
+	}
+	return in.Run(ctx) // main's context ends on SIGTERM
+}
+
+// intakePerRecord emulates the jEAP Error Handling Service: each record is decoded and stored in a
+// transaction of its own that checks the idempotenceId, looks up the causing message, upserts
+// the group and inserts the failure, one record after the other. Kafka and the per-record
+// offset commit are left out, which favours this baseline.
+func intakePerRecord(ctx context.Context, pool *pgxpool.Pool, codec *avro.Codec, encoded [][]byte) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	for _, b := range encoded {
+		e, err := codec.DecodeEvent("errors", b)
+		if err != nil {
+			return err
+		}
+		hs, err := e.Payload.FailedMessageMetadata.OriginalHeaders()
+		if err != nil {
+			return err
+		}
+		in := store.Incoming{Event: e, Headers: hs}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM failures WHERE idempotence_id = $1)`, e.Identity.IdempotenceID).Scan(&exists); err != nil || exists {
+				return err
+			}
+			var previous int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM failures WHERE causing_message = $1`, store.CausingMessage(e, hs)).Scan(&previous); err != nil {
+				return err
+			}
+			var group int64
+			if err := tx.QueryRow(ctx, `INSERT INTO failure_groups AS g (publisher_service, message_type, error_code, stack_trace_hash)
+				VALUES ($1, $2, $3, $4) ON CONFLICT ON CONSTRAINT failure_groups_kind_key DO UPDATE SET last_seen = now()
+				RETURNING g.id`, e.Publisher.Service, *e.Payload.FailedMessageMetadata.MessageTypeName, e.References.ErrorType.Code,
+				*e.Payload.StackTraceHash).Scan(&group); err != nil {
+				return err
+			}
+			row := intakeBenchRow(in, group, time.Now())
+			row[29] = previous + 1 // attempt
+			_, err := tx.Exec(ctx, intakeInsertOne, row...)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var intakeInsertOne = func() string {
+	ph := make([]string, len(intakeBenchColumns))
+	for i := range ph {
+		ph[i] = "$" + strconv.Itoa(i+1)
+	}
+	return "INSERT INTO failures (" + strings.Join(intakeBenchColumns, ", ") + ") VALUES (" + strings.Join(ph, ", ") + ")"
+}()
+
+// intakeRSSSampler records the peak resident set size of the process, sampled every 50ms.
+type intakeRSSSampler struct {
+	mu   sync.Mutex
+	max  int64
+	done chan struct{}
+}
+
+func intakeStartRSSSampler() *intakeRSSSampler {
+	s := &intakeRSSSampler{done: make(chan struct{})}
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				if v := intakeReadRSS(); v > 0 {
+					s.mu.Lock()
+					s.max = max(s.max, v)
+					s.mu.Unlock()
+				}
+			}
+		}
+	}()
+	return s
+}
+
+func (s *intakeRSSSampler) reset() { s.mu.Lock(); s.max = intakeReadRSS(); s.mu.Unlock() }
+func (s *intakeRSSSampler) peak() int64 {
+	v := intakeReadRSS()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(s.max, v)
+}
+func (s *intakeRSSSampler) stop() { close(s.done) }
+
+// intakeReadRSS returns the process's resident set size in bytes (VmRSS), or 0 where /proc is missing.
+func intakeReadRSS() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	return intakeParseStatus(f, "VmRSS:")
+}
+
+// intakeParseStatus returns the size in bytes on the line of /proc/PID/status named field.
+func intakeParseStatus(r io.Reader, field string) int64 {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if rest, ok := bytes.CutPrefix(line, []byte(field)); ok {
+			fields := strings.Fields(string(rest))
+			if len(fields) >= 1 {
+				kb, _ := strconv.ParseInt(fields[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+func intakeMedian(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// intakeCPU returns the user and system CPU time this process has used.
+func intakeCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemoEndToEnd runs the demo's wiring for a bounded time: the API shows failures of every
+// kind, temporary ones are resent by the scheduler and the resent records are consumed, and
+// shutdown leaves no PostgreSQL process and no temporary directory behind.
+func TestDemoEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := demoConfig{HTTPAddr: "127.0.0.1:0", Rate: 40, RetryBase: 500 * time.Millisecond, LogLevel: slog.LevelError}
+	d, err := startDemo(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.wait() }()
+	pgDir := d.pg.Dir()
+
+	var banner bytes.Buffer
+	d.printBanner(&banner)
+	for _, want := range []string{d.uiURL, "Kafka", "PostgreSQL", "curl -s"} {
+		if !strings.Contains(banner.String(), want) {
+			t.Errorf("banner lacks %q:\n%s", want, banner.String())
+		}
+	}
+
+	getJSON := func(path string, v any) error {
+		resp, err := http.Get(d.uiURL + path)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New(resp.Status)
+		}
+		return json.NewDecoder(resp.Body).Decode(v)
+	}
+	type page struct {
+		Data []struct {
+			ErrorCode   string `json:"error_code"`
+			Temporality string `json:"temporality"`
+			State       string `json:"state"`
+		} `json:"data"`
+	}
+	wantCodes := map[string]string{
+		"DESERIALIZATION_FAILED": "PERMANENT",
+		"PAYMENT_UNAVAILABLE":    "TEMPORARY",
+		"INVALID_AMOUNT":         "PERMANENT",
+		"PANIC":                  "UNKNOWN",
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		seen := map[string]bool{}
+		resent := 0
+		var p page
+		if err := getJSON("/api/v1/failures?limit=500", &p); err == nil {
+			for _, f := range p.Data {
+				if wantCodes[f.ErrorCode] == f.Temporality {
+					seen[f.ErrorCode] = true
+				}
+				if f.Temporality == "TEMPORARY" && f.State == "RESENT" {
+					resent++
+				}
+			}
+		}
+		if len(seen) == len(wantCodes) && resent > 0 && d.recovered.Load() > 0 && d.good.Load() > 0 {
+			t.Logf("kinds %v, %d temporary failures resent, %d resent orders handled, %d good orders", seen, resent, d.recovered.Load(), d.good.Load())
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 90s: kinds %v, %d resent, %d recovered, %d good", seen, resent, d.recovered.Load(), d.good.Load())
+		}
+		time.Sleep(200 * time.Millisecond) // polling interval
+	}
+	// The UI answers too (no authentication in the demo).
+	resp, err := http.Get(d.uiURL + "/failures")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("UI /failures: %v %v", err, resp)
+	}
+	resp.Body.Close()
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("demo stopped with %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("demo did not stop within 60s")
+	}
+	if _, err := os.Stat(pgDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary PostgreSQL directory %s still there: %v", pgDir, err)
+	}
+	if out, _ := exec.Command("pgrep", "-f", pgDir).Output(); len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("processes left running for %s: %s", pgDir, out)
+	}
+	if _, err := http.Get(d.uiURL + "/healthz"); err == nil {
+		t.Error("the demo's HTTP server still answers after shutdown")
+	}
+}
+
+func TestDemoFlags(t *testing.T) {
+	for _, args := range [][]string{{"-rate", "0"}, {"-retry-base", "-1s"}, {"-kafka-port", "70000"}, {"-log-level", "loud"}, {"extra"}, {"-bogus"}} {
+		var errOut bytes.Buffer
+		if _, err := parseDemoConfig(args, &errOut); !errors.Is(err, errUsage) {
+			t.Errorf("%v: err = %v, want a usage error", args, err)
+		}
+	}
+}

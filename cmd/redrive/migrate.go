@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/redrive/redrive/migrations"
+)
+
+func init() {
+	commands["migrate"] = command{summary: "apply the database migrations (idempotent; safe from several instances at once)", run: runMigrate}
+}
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("migrate", "[-check] [-database-url URL]", stderr)
+	dbURL := fs.String("database-url", envOr("REDRIVE_DATABASE_URL", ""), "Postgres connection string (env REDRIVE_DATABASE_URL)")
+	check := fs.Bool("check", false, "only check that the schema is this binary's; exit 1 when it is not")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "redrive migrate: unexpected arguments %q\n", fs.Args())
+		return errUsage
+	}
+	if *dbURL == "" {
+		fmt.Fprintln(stderr, "redrive migrate: REDRIVE_DATABASE_URL (-database-url) is required")
+		return errUsage
+	}
+	pcfg, err := pgx.ParseConfig(*dbURL)
+	if err != nil {
+		return fmt.Errorf("REDRIVE_DATABASE_URL: %w", err)
+	}
+	db := stdlib.OpenDB(*pcfg)
+	defer db.Close()
+
+	before, err := migrations.Version(ctx, db)
+	if err != nil {
+		return err
+	}
+	if *check {
+		if err := migrations.Check(ctx, db); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(stdout, "schema at version %d: current\n", before)
+		return err
+	}
+	if err := migrations.Up(ctx, db); err != nil {
+		return err
+	}
+	after, err := migrations.Version(ctx, db)
+	if err != nil {
+		return err
+	}
+	if err := migrations.Check(ctx, db); err != nil {
+		if errors.Is(err, migrations.ErrSchemaNewer) {
+			return fmt.Errorf("nothing applied: %w", err)
+		}
+		return err
+	}
+	if after == before {
+		_, err = fmt.Fprintf(stdout, "schema already at version %d\n", after)
+	} else {
+		_, err = fmt.Fprintf(stdout, "schema migrated from version %d to %d\n", before, after)
+	}
+	return err
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/redrive/redrive/intake"
+	"github.com/redrive/redrive/migrations"
+	"github.com/redrive/redrive/store"
+)
+
+func init() {
+	commands["serve"] = command{summary: "run the service: error-topic intake, retry scheduler, REST API and UI", run: runServe}
+}
+
+// readyTimeout bounds one readiness check.
+const readyTimeout = 2 * time.Second
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseServeConfig(args, os.Getenv, stderr)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	svc, err := newService(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer svc.close()
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on REDRIVE_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	logger.Info("redrive serving", "http_addr", ln.Addr().String(), "error_topic", cfg.ErrorTopic, "dlt_topic", cfg.DLTTopic)
+	return svc.run(ctx, ln)
+}
+
+// component is a background part of the service; Run returns when ctx ends.
+type component struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// readyCheck is one condition of /readyz.
+type readyCheck struct {
+	name  string
+	check func(ctx context.Context) error
+}
+
+// service is `redrive serve` assembled from its configuration: the shared Postgres pool and
+// store, a metrics registry, an HTTP mux (where /metrics, /healthz and /readyz live and /api/
+// and / can be mounted), and background components run under one errgroup. A further part
+// joins in build: a component{name, Run} in components, a readyCheck in ready, routes on mux.
+type service struct {
+	cfg        serveConfig
+	log        *slog.Logger
+	pool       *pgxpool.Pool
+	store      *store.Store
+	registry   *prometheus.Registry
+	mux        *http.ServeMux
+	components []component
+	ready      []readyCheck
+}
+
+// newService connects to Postgres, refuses a schema that is not exactly this binary's, and
+// builds the components.
+func newService(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*service, error) {
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDRIVE_DATABASE_URL: %w", err)
+	}
+	s := &service{cfg: cfg, log: logger, pool: pool, registry: prometheus.NewRegistry(), mux: http.NewServeMux()}
+	if err := s.build(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *service) build(ctx context.Context) error {
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(pingCtx); err != nil {
+		return fmt.Errorf("connect to postgres (REDRIVE_DATABASE_URL): %w", err)
+	}
+	db := stdlib.OpenDBFromPool(s.pool)
+	err := migrations.Check(ctx, db)
+	_ = db.Close()
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	st, err := store.New(store.Config{Pool: s.pool})
+	if err != nil {
+		return err
+	}
+	s.store = st
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	codec, err := newCLICodec(s.cfg.SchemaRegistryURL, s.cfg.MaxEventSize)
+	if err != nil {
+		return fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %w", err)
+	}
+	in, err := intake.New(intake.Config{
+		Store:           st,
+		NextAttempt:     s.cfg.Operators.backoff().Next,
+		Codec:           codec,
+		Bootstrap:       s.cfg.KafkaBootstrap,
+		Topic:           s.cfg.ErrorTopic,
+		DeadLetterTopic: s.cfg.DLTTopic,
+		GroupID:         s.cfg.GroupID,
+		BatchSize:       s.cfg.BatchSize,
+		BatchWait:       s.cfg.BatchWait,
+		Writers:         s.cfg.Writers,
+		ShutdownTimeout: s.cfg.ShutdownTimeout,
+		Logger:          s.log,
+		Registerer:      s.registry,
+	})
+	if err != nil {
+		return fmt.Errorf("intake: %w", err)
+	}
+	states, err := intake.NewStateMetrics(intake.StateMetricsConfig{
+		Store: st, Interval: s.cfg.StateMetricsInterval, Logger: s.log, Registerer: s.registry,
+	})
+	if err != nil {
+		return fmt.Errorf("state metrics: %w", err)
+	}
+	s.components = append(s.components,
+		component{name: "intake", run: in.Run},
+		component{name: "state-metrics", run: states.Run},
+	)
+	s.ready = append(s.ready,
+		readyCheck{name: "postgres", check: func(ctx context.Context) error { return s.pool.Ping(ctx) }},
+		readyCheck{name: "intake", check: func(context.Context) error { return in.Ready() }},
+	)
+
+	var registry schemaregistry.Client
+	if s.cfg.SchemaRegistryURL != "" {
+		if registry, err = schemaregistry.NewClient(schemaregistry.NewConfig(s.cfg.SchemaRegistryURL)); err != nil {
+			return fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %w", err)
+		}
+	}
+	if err := s.buildOperators(ctx, registry); err != nil {
+		return err
+	}
+
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	s.mux.HandleFunc("GET /readyz", s.handleReady)
+	return nil
+}
+
+// handleReady answers 200 when every readiness check passes, else 503 naming the failed ones.
+func (s *service) handleReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	var failed []string
+	for _, c := range s.ready {
+		if err := c.check(ctx); err != nil {
+			failed = append(failed, c.name+": "+err.Error())
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if len(failed) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not ready\n"+strings.Join(failed, "\n")+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, "ready\n")
+}
+
+// run serves HTTP on ln and runs every component until ctx ends or one of them fails; then it
+// shuts everything down within the shutdown timeout and returns the first error.
+func (s *service) run(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range s.components {
+		g.Go(func() error {
+			err := c.run(gctx)
+			if err == nil && gctx.Err() == nil {
+				err = errors.New("stopped unexpectedly")
+			}
+			if err != nil {
+				s.log.Error("component failed", "component", c.name, "error", err)
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			return fmt.Errorf("http shutdown: %w", err)
+		}
+		return nil
+	})
+	err := g.Wait()
+	s.log.Info("redrive stopped")
+	return err
+}
+
+// close releases the pool.
+func (s *service) close() { s.pool.Close() }

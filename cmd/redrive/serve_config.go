@@ -1,0 +1,219 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/intake"
+)
+
+// serveConfig is the configuration of `redrive serve`, from flags with environment defaults.
+type serveConfig struct {
+	DatabaseURL       string
+	KafkaBootstrap    string
+	ErrorTopic        string
+	DLTTopic          string
+	GroupID           string
+	SchemaRegistryURL string
+	HTTPAddr          string
+
+	BatchSize            int
+	BatchWait            time.Duration
+	Writers              int
+	MaxEventSize         int
+	StateMetricsInterval time.Duration
+	ShutdownTimeout      time.Duration
+
+	LogLevel  slog.Level
+	LogFormat string
+
+	// Operators configures resends, the REST API and the UI.
+	Operators operatorConfig
+}
+
+// envFlags defines flags whose defaults come from environment variables, and collects the
+// errors of environment values that do not parse, naming the variable.
+type envFlags struct {
+	fs     *flag.FlagSet
+	getenv func(string) string
+	errs   []error
+	// envOf maps a flag name to its variable, for validation messages.
+	envOf map[string]string
+}
+
+func (e *envFlags) describe(usage, env string) string { return usage + " (env " + env + ")" }
+
+func (e *envFlags) String(name, env, def, usage string) *string {
+	e.envOf[name] = env
+	if v := e.getenv(env); v != "" {
+		def = v
+	}
+	return e.fs.String(name, def, e.describe(usage, env))
+}
+
+func (e *envFlags) Int(name, env string, def int, usage string) *int {
+	e.envOf[name] = env
+	if v := e.getenv(env); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q is not an integer", env, v))
+		} else {
+			def = n
+		}
+	}
+	return e.fs.Int(name, def, e.describe(usage, env))
+}
+
+func (e *envFlags) Float(name, env string, def float64, usage string) *float64 {
+	e.envOf[name] = env
+	if v := e.getenv(env); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q is not a number", env, v))
+		} else {
+			def = f
+		}
+	}
+	return e.fs.Float64(name, def, e.describe(usage, env))
+}
+
+func (e *envFlags) Bool(name, env string, def bool, usage string) *bool {
+	e.envOf[name] = env
+	if v := e.getenv(env); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q is not a boolean (true or false)", env, v))
+		} else {
+			def = b
+		}
+	}
+	return e.fs.Bool(name, def, e.describe(usage, env))
+}
+
+func (e *envFlags) Duration(name, env string, def time.Duration, usage string) *time.Duration {
+	e.envOf[name] = env
+	if v := e.getenv(env); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q is not a duration (e.g. 250ms, 30s)", env, v))
+		} else {
+			def = d
+		}
+	}
+	return e.fs.Duration(name, def, e.describe(usage, env))
+}
+
+// name returns "VAR (-flag)" for messages.
+func (e *envFlags) name(flagName string) string {
+	return e.envOf[flagName] + " (-" + flagName + ")"
+}
+
+// parseServeConfig parses the flags of `redrive serve`, with defaults from getenv, and validates
+// them. A usage problem is printed to stderr and returned as errUsage.
+func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	fs := newFlagSet("serve", "[flags]", stderr)
+	ef := &envFlags{fs: fs, getenv: getenv, envOf: map[string]string{}}
+	dbURL := ef.String("database-url", "REDRIVE_DATABASE_URL", "", "Postgres connection string (required)")
+	bootstrap := ef.String("kafka-bootstrap", "REDRIVE_KAFKA_BOOTSTRAP", "", "Kafka bootstrap servers, host:port[,host:port] (required)")
+	errorTopic := ef.String("error-topic", "REDRIVE_ERROR_TOPIC", "", "topic of the MessageProcessingFailedEvents to consume (required)")
+	dltTopic := ef.String("dlt-topic", "REDRIVE_DLT_TOPIC", "", "the service's own dead-letter topic for records that are not valid events (required, not the error topic)")
+	groupID := ef.String("group-id", "REDRIVE_GROUP_ID", intake.DefaultGroupID, "Kafka consumer group of the intake")
+	registry := ef.String("schema-registry-url", "REDRIVE_SCHEMA_REGISTRY_URL", "", "schema registry URL; without it, dead-letter events use Avro single-object encoding and Confluent-framed events decode with the built-in schema")
+	httpAddr := ef.String("http-addr", "REDRIVE_HTTP_ADDR", ":8080", "listen address of /metrics, /healthz, /readyz (and the API and UI)")
+	batchSize := ef.Int("batch-size", "REDRIVE_INTAKE_BATCH_SIZE", intake.DefaultBatchSize, "most records the intake writes in one transaction")
+	batchWait := ef.Duration("batch-wait", "REDRIVE_INTAKE_BATCH_WAIT", intake.DefaultBatchWait, "longest wait for more records after the first of a batch")
+	writers := ef.Int("intake-writers", "REDRIVE_INTAKE_WRITERS", intake.DefaultWriters, "transactions the intake writes to Postgres at once, each for its share of the causing messages")
+	maxSize := ef.Int("max-event-size", "REDRIVE_MAX_EVENT_SIZE", avro.DefaultMaxSize, "largest event accepted, in bytes; larger records go to the dead-letter topic")
+	statsEvery := ef.Duration("state-metrics-interval", "REDRIVE_STATE_METRICS_INTERVAL", intake.DefaultStateMetricsInterval, "refresh interval of the failures-by-state gauges")
+	shutdown := ef.Duration("shutdown-timeout", "REDRIVE_SHUTDOWN_TIMEOUT", intake.DefaultShutdownTimeout, "how long a shutdown may take to finish the work in flight")
+	logLevel := ef.String("log-level", "REDRIVE_LOG_LEVEL", "info", "debug, info, warn or error")
+	logFormat := ef.String("log-format", "REDRIVE_LOG_FORMAT", "text", "text or json")
+	operators := defineOperatorFlags(ef)
+	if len(ef.errs) > 0 {
+		err := errors.Join(ef.errs...)
+		fmt.Fprintf(stderr, "redrive serve: %v\n", err)
+		return serveConfig{}, errUsage
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return serveConfig{}, err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "redrive serve: unexpected arguments %q\n", fs.Args())
+		return serveConfig{}, errUsage
+	}
+
+	cfg := serveConfig{
+		DatabaseURL: *dbURL, KafkaBootstrap: *bootstrap, ErrorTopic: *errorTopic, DLTTopic: *dltTopic,
+		GroupID: *groupID, SchemaRegistryURL: *registry, HTTPAddr: *httpAddr,
+		BatchSize: *batchSize, BatchWait: *batchWait, Writers: *writers, MaxEventSize: *maxSize,
+		StateMetricsInterval: *statsEvery, ShutdownTimeout: *shutdown, LogFormat: *logFormat,
+	}
+	var errs []error
+	bad := func(flagName, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s "+format, append([]any{ef.name(flagName)}, args...)...))
+	}
+	for _, req := range []struct{ flag, value string }{
+		{"database-url", cfg.DatabaseURL}, {"kafka-bootstrap", cfg.KafkaBootstrap},
+		{"error-topic", cfg.ErrorTopic}, {"dlt-topic", cfg.DLTTopic}, {"group-id", cfg.GroupID}, {"http-addr", cfg.HTTPAddr},
+	} {
+		if strings.TrimSpace(req.value) == "" {
+			bad(req.flag, "is required")
+		}
+	}
+	if cfg.ErrorTopic != "" && cfg.ErrorTopic == cfg.DLTTopic {
+		bad("dlt-topic", "is the error topic %q: a bad record would loop forever; use a topic of its own", cfg.ErrorTopic)
+	}
+	if cfg.BatchSize < 1 || cfg.BatchSize > intake.MaxBatchSize {
+		bad("batch-size", "is %d, want 1 to %d", cfg.BatchSize, intake.MaxBatchSize)
+	}
+	if cfg.Writers < 1 || cfg.Writers > intake.MaxWriters {
+		bad("intake-writers", "is %d, want 1 to %d", cfg.Writers, intake.MaxWriters)
+	}
+	if cfg.BatchWait <= 0 {
+		bad("batch-wait", "is %s, want > 0", cfg.BatchWait)
+	}
+	if cfg.MaxEventSize < 1024 {
+		bad("max-event-size", "is %d, want at least 1024", cfg.MaxEventSize)
+	}
+	if cfg.StateMetricsInterval <= 0 {
+		bad("state-metrics-interval", "is %s, want > 0", cfg.StateMetricsInterval)
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		bad("shutdown-timeout", "is %s, want > 0", cfg.ShutdownTimeout)
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+		bad("log-level", "is %q, want debug, info, warn or error", *logLevel)
+	}
+	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
+		bad("log-format", "is %q, want text or json", cfg.LogFormat)
+	}
+	var opErrs []error
+	cfg.Operators, opErrs = operators()
+	errs = append(errs, opErrs...)
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(stderr, "redrive serve: invalid configuration:\n%v\n", indent(err))
+		return serveConfig{}, errUsage
+	}
+	return cfg, nil
+}
+
+// indent puts each line of err's message on its own indented line.
+func indent(err error) string {
+	return "  " + strings.ReplaceAll(err.Error(), "\n", "\n  ")
+}
+
+// newLogger returns the service's logger on w.
+func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

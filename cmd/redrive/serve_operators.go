@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
+
+	"github.com/redrive/redrive/api"
+	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/web"
+)
+
+// operatorConfig is the part of `redrive serve`'s configuration that concerns resends, the REST
+// API and the UI.
+type operatorConfig struct {
+	ServiceName string
+
+	ResendInterval    time.Duration
+	ResendBatch       int
+	ResendConcurrency int
+	ResendPartition   string
+	RetryBase         time.Duration
+	RetryMax          time.Duration
+	RetryMaxAttempts  int
+	ManualRate        float64
+
+	HousekeepingInterval time.Duration
+	ResolvedRetention    time.Duration
+	PermanentRetention   time.Duration
+
+	APITokens         string
+	APITokenFile      string
+	TrustedProxies    string
+	ProxyUserHeader   string
+	ProxyGroupsHeader string
+	ProxyRoles        string
+	InsecureNoAuth    bool
+
+	UISessionKey    string
+	UISecureCookies bool
+}
+
+// defineOperatorFlags registers the operator flags on ef; validate after parsing.
+func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
+	b := resend.DefaultBackoff()
+	serviceName := ef.String("service-name", "REDRIVE_SERVICE_NAME", "redrive", "this service's name, written to the jeap_eh_error_handling_service header of resent records")
+	interval := ef.Duration("resend-interval", "REDRIVE_RESEND_INTERVAL", time.Second, "time between two scheduler rounds that resend due RETRY_PENDING failures; 0 disables automatic resends on this instance")
+	batch := ef.Int("resend-batch", "REDRIVE_RESEND_BATCH", 500, "due failures one scheduler claim takes")
+	concurrency := ef.Int("resend-concurrency", "REDRIVE_RESEND_CONCURRENCY", 4, "claimed batches one instance sends at once")
+	partition := ef.String("resend-partition", "REDRIVE_RESEND_PARTITION", "key", "partition of a resent record: key (as a Java producer would choose it) or original")
+	retryBase := ef.Duration("retry-base", "REDRIVE_RETRY_BASE", b.Base, "backoff of temporary failures: delay = base x 2^attempt")
+	retryMax := ef.Duration("retry-max", "REDRIVE_RETRY_MAX", b.Max, "backoff cap")
+	retryAttempts := ef.Int("retry-max-attempts", "REDRIVE_RETRY_MAX_ATTEMPTS", b.MaxAttempts, "failures of one message retried automatically; then PERMANENT with reason \"retries exhausted\"")
+	manualRate := ef.Float("manual-resend-rate", "REDRIVE_MANUAL_RESEND_RATE", 200, "manual resends per second (token bucket)")
+	hkInterval := ef.Duration("housekeeping-interval", "REDRIVE_HOUSEKEEPING_INTERVAL", 10*time.Minute, "time between two housekeeping runs; 0 disables housekeeping on this instance")
+	resolved := ef.Duration("retention-resolved", "REDRIVE_RETENTION_RESOLVED", 30*24*time.Hour, "age at which RESENT and CLOSED failures are deleted")
+	permanent := ef.Duration("retention-permanent", "REDRIVE_RETENTION_PERMANENT", 180*24*time.Hour, "age at which PERMANENT failures are deleted")
+	tokens := ef.String("api-tokens", "REDRIVE_API_TOKENS", "", "bearer tokens, comma-separated name:role:secret (role viewer, operator or admin; secret in plain text or sha256:<hex>)")
+	tokenFile := ef.String("api-token-file", "REDRIVE_API_TOKEN_FILE", "", "file of bearer tokens, one name:role:secret per line")
+	proxies := ef.String("api-trusted-proxies", "REDRIVE_API_TRUSTED_PROXIES", "", "addresses (IP or CIDR, comma-separated) of authenticating proxies whose user headers are believed")
+	userHeader := ef.String("api-proxy-user-header", "REDRIVE_API_PROXY_USER_HEADER", "X-Forwarded-User", "header carrying the user behind a trusted proxy")
+	groupsHeader := ef.String("api-proxy-groups-header", "REDRIVE_API_PROXY_GROUPS_HEADER", "X-Forwarded-Groups", "header carrying the user's groups behind a trusted proxy")
+	proxyRoles := ef.String("api-proxy-roles", "REDRIVE_API_PROXY_ROLES", "", "group=role mappings for proxy users, comma-separated")
+	insecure := ef.Bool("insecure-no-auth", "REDRIVE_INSECURE_NO_AUTH", false, "serve the API and UI without authentication, everyone an admin (demos only)")
+	sessionKey := ef.String("ui-session-key", "REDRIVE_UI_SESSION_KEY", "", "hex key (at least 32 bytes) for the UI's CSRF tokens; give every instance the same; random when empty")
+	secure := ef.Bool("ui-secure-cookies", "REDRIVE_UI_SECURE_COOKIES", false, "mark the UI's cookies Secure (set it behind a TLS-terminating proxy)")
+	return func() (operatorConfig, []error) {
+		c := operatorConfig{
+			ServiceName: *serviceName, ResendInterval: *interval, ResendBatch: *batch, ResendConcurrency: *concurrency,
+			ResendPartition: *partition, RetryBase: *retryBase, RetryMax: *retryMax, RetryMaxAttempts: *retryAttempts,
+			ManualRate: *manualRate, HousekeepingInterval: *hkInterval, ResolvedRetention: *resolved, PermanentRetention: *permanent,
+			APITokens: *tokens, APITokenFile: *tokenFile, TrustedProxies: *proxies, ProxyUserHeader: *userHeader,
+			ProxyGroupsHeader: *groupsHeader, ProxyRoles: *proxyRoles, InsecureNoAuth: *insecure,
+			UISessionKey: *sessionKey, UISecureCookies: *secure,
+		}
+		var errs []error
+		bad := func(flagName, format string, args ...any) {
+			errs = append(errs, fmt.Errorf("%s "+format, append([]any{ef.name(flagName)}, args...)...))
+		}
+		if strings.TrimSpace(c.ServiceName) == "" {
+			bad("service-name", "is required")
+		}
+		if c.ResendInterval < 0 {
+			bad("resend-interval", "is %s, want >= 0", c.ResendInterval)
+		}
+		if c.ResendBatch < 1 || c.ResendBatch > 10000 {
+			bad("resend-batch", "is %d, want 1 to 10000", c.ResendBatch)
+		}
+		if c.ResendConcurrency < 1 || c.ResendConcurrency > 64 {
+			bad("resend-concurrency", "is %d, want 1 to 64", c.ResendConcurrency)
+		}
+		if c.ResendPartition != "key" && c.ResendPartition != "original" {
+			bad("resend-partition", "is %q, want key or original", c.ResendPartition)
+		}
+		if err := c.backoff().Validate(); err != nil {
+			bad("retry-base", "/ REDRIVE_RETRY_MAX / REDRIVE_RETRY_MAX_ATTEMPTS: %v", err)
+		}
+		if c.RetryBase <= 0 || c.RetryMaxAttempts < 1 {
+			bad("retry-base", "and REDRIVE_RETRY_MAX_ATTEMPTS must be > 0")
+		}
+		if c.ManualRate <= 0 {
+			bad("manual-resend-rate", "is %g, want > 0", c.ManualRate)
+		}
+		if c.HousekeepingInterval < 0 {
+			bad("housekeeping-interval", "is %s, want >= 0", c.HousekeepingInterval)
+		}
+		if c.ResolvedRetention < time.Hour {
+			bad("retention-resolved", "is %s, want at least 1h", c.ResolvedRetention)
+		}
+		if c.PermanentRetention < time.Hour {
+			bad("retention-permanent", "is %s, want at least 1h", c.PermanentRetention)
+		}
+		if c.UISessionKey != "" {
+			if k, err := hex.DecodeString(c.UISessionKey); err != nil || len(k) < 32 {
+				bad("ui-session-key", "must be at least 32 bytes in hex (64 hex digits)")
+			}
+		}
+		return c, errs
+	}
+}
+
+func (c operatorConfig) backoff() resend.Backoff {
+	return resend.Backoff{Base: c.RetryBase, Max: c.RetryMax, MaxAttempts: c.RetryMaxAttempts}
+}
+
+// authConfig builds the API's authentication from the flags, reading the token file.
+func (c operatorConfig) authConfig() (api.AuthConfig, error) {
+	auth := api.AuthConfig{
+		ProxyUserHeader: c.ProxyUserHeader, ProxyGroupsHeader: c.ProxyGroupsHeader, InsecureNoAuth: c.InsecureNoAuth,
+	}
+	var errs []error
+	tokens, err := api.ParseTokens(c.APITokens)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("REDRIVE_API_TOKENS (-api-tokens): %w", err))
+	}
+	auth.Tokens = tokens
+	if c.APITokenFile != "" {
+		more, err := api.LoadTokenFile(c.APITokenFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("REDRIVE_API_TOKEN_FILE (-api-token-file): %w", err))
+		}
+		auth.Tokens = append(auth.Tokens, more...)
+	}
+	if c.TrustedProxies != "" {
+		if auth.TrustedProxies, err = api.ParseTrustedProxies(c.TrustedProxies); err != nil {
+			errs = append(errs, fmt.Errorf("REDRIVE_API_TRUSTED_PROXIES (-api-trusted-proxies): %w", err))
+		}
+	}
+	if c.ProxyRoles != "" {
+		if auth.ProxyRoles, err = api.ParseProxyRoles(c.ProxyRoles); err != nil {
+			errs = append(errs, fmt.Errorf("REDRIVE_API_PROXY_ROLES (-api-proxy-roles): %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return auth, err
+	}
+	if err := auth.Validate(); err != nil {
+		return auth, err
+	}
+	return auth, nil
+}
+
+// buildOperators adds the resend scheduler (with housekeeping), the REST API at /api/v1/ and
+// the UI at / to the service.
+func (s *service) buildOperators(_ context.Context, registry schemaregistry.Client) error {
+	oc := s.cfg.Operators
+	auth, err := oc.authConfig()
+	if err != nil {
+		return err
+	}
+	if oc.InsecureNoAuth && !auth.Enabled() {
+		s.log.Warn("INSECURE: the API and UI run without authentication (--insecure-no-auth); everyone is an admin")
+	}
+	hk := resend.HousekeepingConfig{Interval: oc.HousekeepingInterval, ResolvedAge: oc.ResolvedRetention, PermanentAge: oc.PermanentRetention}
+	if oc.HousekeepingInterval == 0 {
+		hk.Interval = -1
+	}
+	rcfg := resend.Config{
+		Store: s.store, Brokers: s.cfg.KafkaBootstrap, ServiceName: oc.ServiceName,
+		Interval: oc.ResendInterval, BatchSize: oc.ResendBatch, Concurrency: oc.ResendConcurrency,
+		Backoff: oc.backoff(), ManualRate: oc.ManualRate, Housekeeping: hk,
+		Logger: s.log, Registerer: s.registry,
+	}
+	if oc.ResendInterval == 0 {
+		rcfg.Interval = -1
+	}
+	if oc.ResendPartition == "original" {
+		rcfg.Partitioning = resend.PartitionOriginal
+	}
+	sched, err := resend.New(rcfg)
+	if err != nil {
+		return fmt.Errorf("resend: %w", err)
+	}
+	s.components = append(s.components, component{name: "resend", run: sched.Run})
+
+	apiHandler, err := api.New(api.Config{
+		Store: s.store, Resender: api.NewResender(sched.Resender()), Auth: auth,
+		Registry: registry, Logger: s.log, Registerer: s.registry,
+	})
+	if err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	s.mux.Handle(api.Prefix+"/", apiHandler)
+
+	authenticator, err := api.NewAuthenticator(auth)
+	if err != nil {
+		return fmt.Errorf("api auth: %w", err)
+	}
+	backend, err := web.NewStoreBackend(web.StoreBackendConfig{Store: s.store, Resender: sched.Resender()})
+	if err != nil {
+		return fmt.Errorf("ui: %w", err)
+	}
+	var key []byte
+	if oc.UISessionKey != "" {
+		key, _ = hex.DecodeString(oc.UISessionKey) // validated with the flags
+	}
+	ui, err := web.New(web.Config{
+		Backend: backend, Auth: web.APIAuthenticator(authenticator), SessionKey: key,
+		SecureCookies: oc.UISecureCookies, Registry: registry, Logger: s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("ui: %w", err)
+	}
+	s.mux.Handle("/", ui)
+	return nil
+}

@@ -1,0 +1,188 @@
+package intake
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultGroupID         = "redrive-intake"
+	DefaultBatchSize       = 1000
+	DefaultBatchWait       = 100 * time.Millisecond
+	DefaultRetryMin        = 100 * time.Millisecond
+	DefaultRetryMax        = 5 * time.Second
+	DefaultShutdownTimeout = 10 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultWriters         = 2
+	// MaxWriters bounds Config.Writers.
+	MaxWriters              = 64
+	DefaultPublisherSystem  = "redrive"
+	DefaultPublisherService = "redrive-intake"
+	// MaxBatchSize bounds Config.BatchSize.
+	MaxBatchSize = 100_000
+)
+
+// Config configures an Intake.
+type Config struct {
+	// Store receives the failures. Required.
+	Store *store.Store
+	// NextAttempt says when a TEMPORARY failure is due for a resend (resend.Backoff.Next).
+	// Required.
+	NextAttempt store.NextAttemptFunc
+	// Codec decodes the error topic's records and encodes the dead-letter events; its MaxSize
+	// is the size limit of a record. Defaults to a codec without schema registry and with
+	// avro.DefaultMaxSize.
+	Codec *avro.Codec
+
+	// Bootstrap is the Kafka bootstrap.servers list. Required.
+	Bootstrap string
+	// Topic is the error topic. Required.
+	Topic string
+	// DeadLetterTopic receives the records that are not valid MPFEs. Required; it must differ
+	// from Topic.
+	DeadLetterTopic string
+	// GroupID is the consumer group. Defaults to DefaultGroupID.
+	GroupID string
+	// ConsumerConfig and ProducerConfig hold extra librdkafka settings (security, tuning) that
+	// override the defaults of the consumer and of the dead-letter producer.
+	ConsumerConfig kafka.ConfigMap
+	ProducerConfig kafka.ConfigMap
+
+	// BatchSize bounds the records per batch. Defaults to DefaultBatchSize (1000); at most
+	// MaxBatchSize.
+	BatchSize int
+	// Writers is how many transactions write to Postgres at once, each on its own connection
+	// for its share of the causing messages (a hash modulo Writers), so that the failures of one
+	// message are stored in order. Defaults to DefaultWriters (2); at most MaxWriters.
+	Writers int
+	// BatchWait bounds how long a batch waits for more records after its first. Defaults to
+	// DefaultBatchWait (100ms).
+	BatchWait time.Duration
+	// RetryMin and RetryMax bound the backoff between attempts when Postgres or the
+	// dead-letter topic fails. Default to 100ms and 5s.
+	RetryMin, RetryMax time.Duration
+	// WriteTimeout bounds one attempt to write a batch to Postgres: a database that hangs (a
+	// locked table, a lost network) counts as failing. Defaults to DefaultWriteTimeout (30s).
+	WriteTimeout time.Duration
+	// ShutdownTimeout bounds how long Run finishes the batch in flight after its context ends.
+	// Defaults to DefaultShutdownTimeout (10s).
+	ShutdownTimeout time.Duration
+
+	// PublisherSystem and PublisherService name the publisher of the dead-letter events.
+	// Default to "redrive" and "redrive-intake".
+	PublisherSystem, PublisherService string
+
+	// Logger receives the intake's logs, librdkafka's included. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the intake's metrics. Defaults to none (metrics are kept but not
+	// exported).
+	Registerer prometheus.Registerer
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Codec == nil {
+		codec, err := avro.NewCodec(avro.Config{})
+		if err != nil {
+			return c, err
+		}
+		c.Codec = codec
+	}
+	if c.GroupID == "" {
+		c.GroupID = DefaultGroupID
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.BatchWait == 0 {
+		c.BatchWait = DefaultBatchWait
+	}
+	if c.Writers == 0 {
+		c.Writers = DefaultWriters
+	}
+	if c.RetryMin == 0 {
+		c.RetryMin = DefaultRetryMin
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.PublisherSystem == "" {
+		c.PublisherSystem = DefaultPublisherSystem
+	}
+	if c.PublisherService == "" {
+		c.PublisherService = DefaultPublisherService
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+func (c Config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("invalid config: "+format, args...)) }
+	if c.Store == nil {
+		bad("Store is required")
+	}
+	if c.NextAttempt == nil {
+		bad("NextAttempt is required")
+	}
+	if c.Bootstrap == "" {
+		bad("Bootstrap is required")
+	}
+	if c.Topic == "" {
+		bad("Topic is required")
+	}
+	if c.DeadLetterTopic == "" {
+		bad("DeadLetterTopic is required")
+	}
+	if c.Topic != "" && c.Topic == c.DeadLetterTopic {
+		bad("DeadLetterTopic %q is the error topic: a bad record would loop forever", c.DeadLetterTopic)
+	}
+	if c.BatchSize < 0 || c.BatchSize > MaxBatchSize {
+		bad("BatchSize %d must be between 1 and %d", c.BatchSize, MaxBatchSize)
+	}
+	if c.Writers < 0 || c.Writers > MaxWriters {
+		bad("Writers %d must be between 1 and %d", c.Writers, MaxWriters)
+	}
+	if c.BatchWait < 0 {
+		bad("BatchWait %s is negative", c.BatchWait)
+	}
+	if c.RetryMin < 0 || c.RetryMax < c.RetryMin {
+		bad("RetryMin %s and RetryMax %s must satisfy 0 <= RetryMin <= RetryMax", c.RetryMin, c.RetryMax)
+	}
+	if c.WriteTimeout < 0 {
+		bad("WriteTimeout %s is negative", c.WriteTimeout)
+	}
+	if c.ShutdownTimeout < 0 {
+		bad("ShutdownTimeout %s is negative", c.ShutdownTimeout)
+	}
+	for _, k := range []string{"enable.auto.commit", "group.id", "bootstrap.servers"} {
+		if _, ok := c.ConsumerConfig[k]; ok {
+			bad("ConsumerConfig may not set %q: the intake owns it", k)
+		}
+	}
+	return errors.Join(errs...)
+}

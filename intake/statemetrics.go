@@ -1,0 +1,115 @@
+package intake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/store"
+)
+
+// DefaultStateMetricsInterval is the default refresh interval of StateMetrics.
+const DefaultStateMetricsInterval = 15 * time.Second
+
+// StateMetricsConfig configures a StateMetrics.
+type StateMetricsConfig struct {
+	// Store is queried. Required.
+	Store *store.Store
+	// Interval is the time between two refreshes. Defaults to DefaultStateMetricsInterval.
+	Interval time.Duration
+	// Logger receives refresh errors. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the gauges. Defaults to none (kept but not exported).
+	Registerer prometheus.Registerer
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// StateMetrics keeps the gauges of the stored failures current: redrive_failures{state} and
+// redrive_failures_oldest_age_seconds{state} for the open states RETRY_PENDING and PERMANENT.
+type StateMetrics struct {
+	cfg    StateMetricsConfig
+	count  *prometheus.GaugeVec
+	oldest *prometheus.GaugeVec
+}
+
+// openStates are the states whose oldest failure waits for something.
+var openStates = []store.State{store.StateRetryPending, store.StatePermanent}
+
+// NewStateMetrics returns a StateMetrics for cfg, or an "invalid config" error.
+func NewStateMetrics(cfg StateMetricsConfig) (*StateMetrics, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("invalid config: Store is required")
+	}
+	if cfg.Interval < 0 {
+		return nil, fmt.Errorf("invalid config: Interval %s is negative", cfg.Interval)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultStateMetricsInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.NewRegistry()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	m := &StateMetrics{
+		cfg: cfg,
+		count: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "redrive_failures",
+			Help: "Stored failures by state, refreshed periodically.",
+		}, []string{"state"}),
+		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "redrive_failures_oldest_age_seconds",
+			Help: "Age of the oldest stored failure in an open state (RETRY_PENDING, PERMANENT); 0 when none.",
+		}, []string{"state"}),
+	}
+	if err := errors.Join(cfg.Registerer.Register(m.count), cfg.Registerer.Register(m.oldest)); err != nil {
+		return nil, fmt.Errorf("register state metrics: %w", err)
+	}
+	return m, nil
+}
+
+// Refresh queries the store once and updates the gauges.
+func (m *StateMetrics) Refresh(ctx context.Context) error {
+	st, err := m.cfg.Store.StateStats(ctx)
+	if err != nil {
+		return err
+	}
+	for state, n := range st.Counts {
+		m.count.WithLabelValues(string(state)).Set(float64(n))
+	}
+	now := m.cfg.Now()
+	for _, state := range openStates {
+		age := 0.0
+		if t, ok := st.Oldest[state]; ok {
+			age = max(0, now.Sub(t).Seconds())
+		}
+		m.oldest.WithLabelValues(string(state)).Set(age)
+	}
+	return nil
+}
+
+// Run refreshes the gauges at once and then every Interval until ctx ends; errors are logged.
+// It returns nil when ctx ends.
+func (m *StateMetrics) Run(ctx context.Context) error {
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := m.Refresh(ctx); err != nil && ctx.Err() == nil {
+			m.cfg.Logger.Warn("refresh state metrics", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package migrations_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/migrations"
+)
+
+func tableExists(t *testing.T, db *sql.DB, name string) bool {
+	t.Helper()
+	var ok bool
+	if err := db.QueryRow("SELECT to_regclass($1) IS NOT NULL", name).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func TestCheckOnEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	db := testkit.EmptyPostgres(t).OpenSQL(t)
+	err := migrations.Check(context.Background(), db)
+	if !errors.Is(err, migrations.ErrNotMigrated) {
+		t.Fatalf("Check on an empty database = %v, want ErrNotMigrated", err)
+	}
+	if !strings.Contains(err.Error(), "redrive migrate") {
+		t.Errorf("Check error %q does not say what to run", err)
+	}
+	if tableExists(t, db, "goose_db_version") {
+		t.Error("Check created goose's version table: it must only read")
+	}
+	if v, err := migrations.Version(context.Background(), db); err != nil || v != 0 {
+		t.Errorf("Version = %d, %v; want 0, nil", v, err)
+	}
+}
+
+func TestUpTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testkit.EmptyPostgres(t).OpenSQL(t)
+	for i := 0; i < 2; i++ {
+		if err := migrations.Up(ctx, db); err != nil {
+			t.Fatalf("Up #%d: %v", i+1, err)
+		}
+	}
+	if err := migrations.Check(ctx, db); err != nil {
+		t.Fatalf("Check after Up: %v", err)
+	}
+	v, err := migrations.Version(ctx, db)
+	if err != nil || v != migrations.Latest() {
+		t.Fatalf("Version = %d, %v; want %d", v, err, migrations.Latest())
+	}
+	for _, table := range []string{"failures", "failure_groups", "audit_log"} {
+		if !tableExists(t, db, table) {
+			t.Errorf("table %s missing after Up", table)
+		}
+	}
+	var reason sql.NullString
+	if err := db.QueryRow("SELECT state_reason FROM failures LIMIT 1").Scan(&reason); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		t.Errorf("failures.state_reason (migration 002): %v", err)
+	}
+}
+
+func TestUpConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tdb := testkit.EmptyPostgres(t)
+	const n = 4
+	dbs := make([]*sql.DB, n)
+	for i := range dbs {
+		dbs[i] = tdb.OpenSQL(t) // one pool per "instance"
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = migrations.Up(ctx, dbs[i])
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("instance %d: Up: %v", i, err)
+		}
+	}
+	if err := migrations.Check(ctx, dbs[0]); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	var applied, distinct int
+	if err := dbs[0].QueryRow("SELECT count(*), count(DISTINCT version_id) FROM goose_db_version WHERE version_id > 0").Scan(&applied, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if applied != int(migrations.Latest()) || distinct != applied {
+		t.Errorf("goose_db_version holds %d rows for %d versions, want %d each", applied, distinct, migrations.Latest())
+	}
+}
+
+func TestCheckOlderAndNewer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testkit.EmptyPostgres(t).OpenSQL(t)
+
+	// Apply only the first migration, as an older redrive would have.
+	p, err := goose.NewProvider(goose.DialectPostgres, db, os.DirFS("."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if migrations.Latest() > 1 {
+		err = migrations.Check(ctx, db)
+		if !errors.Is(err, migrations.ErrNotMigrated) || !strings.Contains(err.Error(), "version 1") {
+			t.Errorf("Check at version 1 = %v, want ErrNotMigrated naming version 1", err)
+		}
+	}
+
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	// A newer redrive applied a migration this binary does not know.
+	if _, err := db.Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)", migrations.Latest()+1); err != nil {
+		t.Fatal(err)
+	}
+	err = migrations.Check(ctx, db)
+	if !errors.Is(err, migrations.ErrSchemaNewer) {
+		t.Fatalf("Check on a newer schema = %v, want ErrSchemaNewer", err)
+	}
+	// Up has nothing to apply and changes nothing; Check still says newer.
+	if err := migrations.Up(ctx, db); err != nil {
+		t.Errorf("Up on a newer schema: %v", err)
+	}
+	if err := migrations.Check(ctx, db); !errors.Is(err, migrations.ErrSchemaNewer) {
+		t.Errorf("Check after Up on a newer schema = %v, want ErrSchemaNewer", err)
+	}
+}
+
+func TestLatestMatchesFiles(t *testing.T) {
+	t.Parallel()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".sql") {
+			n++
+		}
+	}
+	if migrations.Latest() != n {
+		t.Errorf("Latest() = %d, want %d (one per numbered file, no gaps)", migrations.Latest(), n)
+	}
+}

@@ -1,0 +1,473 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/redrive/redrive/avro"
+)
+
+// Incoming is one decoded MessageProcessingFailedEvent on its way into the store.
+type Incoming struct {
+	// Event is the decoded event. Required.
+	Event *avro.Event
+	// Headers are the failed record's exact headers, in order with duplicates and null values
+	// (avro.Metadata.OriginalHeaders).
+	Headers []avro.Header
+}
+
+// NextAttemptFunc returns when the failure with the given attempt number (1-based) should be
+// resent, and false when its retries are exhausted. resend.Backoff.Next is one.
+type NextAttemptFunc func(attempt int, now time.Time) (time.Time, bool)
+
+// StateReasonRetriesExhausted is the state_reason of a TEMPORARY failure stored as PERMANENT
+// because the backoff policy allows no further attempt.
+const StateReasonRetriesExhausted = "retries exhausted"
+
+// IngestOutcome says what became of one event of a batch.
+type IngestOutcome struct {
+	// ID is the failure's id: the new row's, or the existing row's for a duplicate.
+	ID uuid.UUID
+	// Duplicate is true when a failure with the same idempotenceId already existed (in the
+	// database or earlier in the batch); nothing was written for it.
+	Duplicate bool
+	// State, Attempt and GroupID are those of the row (new or existing).
+	State   State
+	Attempt int
+	GroupID int64
+}
+
+// IngestResult sums up an ingested batch.
+type IngestResult struct {
+	// Inserted counts the new rows; Duplicates the events that were already stored.
+	Inserted   int
+	Duplicates int
+	// Outcomes is parallel to the batch.
+	Outcomes []IngestOutcome
+}
+
+// maxIngestTries bounds the reruns of a batch that raced with a concurrent insert of the same
+// idempotenceId.
+const maxIngestTries = 3
+
+// Ingest stores a batch of events in one transaction, idempotently: an event whose
+// idempotenceId is already stored, or appears earlier in the batch, is a duplicate and writes
+// nothing. Each new failure joins its group (created on first sight; its last_seen updated),
+// gets its attempt number (1 + the failures already stored for its causing message, counted in
+// batch order) and its state: a TEMPORARY failure is RETRY_PENDING at next(attempt, now), or
+// PERMANENT with state_reason "retries exhausted" when next says so; PERMANENT and UNKNOWN
+// failures are PERMANENT.
+//
+// An event that Postgres cannot store as it is makes Ingest return a *BadDataError (wrapping
+// ErrBadData) and write nothing; any other error is worth retrying with the same batch.
+// docs/intake.md describes the statements.
+func (s *Store) Ingest(ctx context.Context, batch []Incoming, next NextAttemptFunc) (IngestResult, error) {
+	if next == nil {
+		return IngestResult{}, errors.New("ingest: NextAttempt is required")
+	}
+	if len(batch) == 0 {
+		return IngestResult{}, nil
+	}
+	rows := make([]ingestRow, len(batch))
+	for i, in := range batch {
+		if err := validateIncoming(i, in); err != nil {
+			return IngestResult{}, fmt.Errorf("ingest: %w", err)
+		}
+		rows[i] = newIngestRow(in)
+	}
+	for try := 1; ; try++ {
+		res, raced, err := s.ingestOnce(ctx, rows, next)
+		if err != nil {
+			return IngestResult{}, fmt.Errorf("ingest: %w", classify(err))
+		}
+		if !raced {
+			return res, nil
+		}
+		if try == maxIngestTries {
+			return IngestResult{}, fmt.Errorf("ingest: events inserted concurrently by another instance %d times in a row", try)
+		}
+	}
+}
+
+// groupKey is the natural key of a failure group.
+type groupKey struct {
+	publisherService, messageType, errorCode, stackTraceHash string
+}
+
+// ingestRow is one event prepared for the failures table.
+type ingestRow struct {
+	in             Incoming
+	causingMessage string
+	group          groupKey
+	headerNames    []string
+	headerValues   [][]byte
+}
+
+func newIngestRow(in Incoming) ingestRow {
+	e := in.Event
+	r := ingestRow{
+		in:             in,
+		causingMessage: CausingMessage(e, in.Headers),
+		group: groupKey{
+			publisherService: e.Publisher.Service,
+			errorCode:        e.References.ErrorType.Code,
+			stackTraceHash:   deref(e.Payload.StackTraceHash),
+		},
+		headerNames:  make([]string, len(in.Headers)),
+		headerValues: make([][]byte, len(in.Headers)),
+	}
+	r.group.messageType = messageType(e)
+	for i, h := range in.Headers {
+		r.headerNames[i] = h.Name
+		r.headerValues[i] = h.Value
+	}
+	return r
+}
+
+// ingestOnce runs one transaction for the batch. raced reports that a concurrent transaction
+// inserted one of the events between the duplicate check and the insert; the transaction was
+// rolled back and the batch must run again (its duplicate check then sees the row).
+func (s *Store) ingestOnce(ctx context.Context, rows []ingestRow, next NextAttemptFunc) (res IngestResult, raced bool, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return IngestResult{}, false, fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	existing, counts, err := lookupExisting(ctx, tx, rows)
+	if err != nil {
+		return IngestResult{}, false, err
+	}
+
+	now := s.now()
+	res.Outcomes = make([]IngestOutcome, len(rows))
+	fresh := make([]int, 0, len(rows))           // indexes of the rows to insert
+	firstSeen := make(map[string]int, len(rows)) // idempotenceId -> index of its first row
+	dupOf := make(map[int]int)                   // index of a repeat in the batch -> its first row
+	for i := range rows {
+		idem := rows[i].in.Event.Identity.IdempotenceID
+		if o, ok := existing[idem]; ok {
+			res.Outcomes[i] = o
+			res.Duplicates++
+			continue
+		}
+		if j, ok := firstSeen[idem]; ok {
+			dupOf[i] = j
+			res.Duplicates++
+			continue
+		}
+		firstSeen[idem] = i
+		id, err := uuid.NewV7()
+		if err != nil {
+			return IngestResult{}, false, fmt.Errorf("new id: %w", err)
+		}
+		cm := rows[i].causingMessage
+		counts[cm]++
+		res.Outcomes[i] = IngestOutcome{ID: id, Attempt: int(counts[cm])}
+		fresh = append(fresh, i)
+	}
+	if len(fresh) == 0 {
+		if err := tx.Commit(ctx); err != nil {
+			return IngestResult{}, false, fmt.Errorf("commit: %w", err)
+		}
+		return res, false, nil
+	}
+
+	groups, err := ensureGroups(ctx, tx, rows, fresh, now)
+	if err != nil {
+		return IngestResult{}, false, err
+	}
+	copyRows := make([][]any, 0, len(fresh))
+	for _, i := range fresh {
+		o := &res.Outcomes[i]
+		o.GroupID = groups[rows[i].group]
+		var nextAt *time.Time
+		var reason *string
+		o.State, nextAt, reason = initialState(rows[i].in.Event.References.ErrorType.Temporality, o.Attempt, now, next)
+		copyRows = append(copyRows, rows[i].values(o, nextAt, reason, now))
+	}
+	// The duplicate check above and this COPY run in one transaction; a concurrent transaction
+	// that inserted one of the idempotenceIds since makes the COPY fail on the unique key, and
+	// the batch runs again (its check then sees the row).
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"failures"}, failureColumns, pgx.CopyFromRows(copyRows)); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "failures_idempotence_id_key" {
+			return IngestResult{}, true, nil
+		}
+		return IngestResult{}, false, fmt.Errorf("copy into failures: %w", err)
+	}
+	if err := touchGroups(ctx, tx, groups, now); err != nil {
+		return IngestResult{}, false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return IngestResult{}, false, fmt.Errorf("commit: %w", err)
+	}
+	res.Inserted = len(fresh)
+	for i, j := range dupOf { // a repeat within the batch shows its first row
+		res.Outcomes[i] = res.Outcomes[j]
+		res.Outcomes[i].Duplicate = true
+	}
+	return res, false, nil
+}
+
+// initialState is the state of a new failure by temporality and attempt.
+func initialState(t avro.Temporality, attempt int, now time.Time, next NextAttemptFunc) (State, *time.Time, *string) {
+	if t != avro.Temporary {
+		return StatePermanent, nil, nil
+	}
+	at, ok := next(attempt, now)
+	if !ok {
+		reason := StateReasonRetriesExhausted
+		return StatePermanent, nil, &reason
+	}
+	return StateRetryPending, &at, nil
+}
+
+// lookupExisting returns, in one round trip, the stored failures among the batch's
+// idempotenceIds and the number of stored failures per causing message.
+func lookupExisting(ctx context.Context, tx pgx.Tx, rows []ingestRow) (map[string]IngestOutcome, map[string]int64, error) {
+	idems := make([]string, 0, len(rows))
+	causes := make([]string, 0, len(rows))
+	for _, r := range rows {
+		idems = append(idems, r.in.Event.Identity.IdempotenceID)
+		causes = append(causes, r.causingMessage)
+	}
+	slices.Sort(idems)
+	slices.Sort(causes)
+	idems, causes = slices.Compact(idems), slices.Compact(causes)
+
+	b := &pgx.Batch{}
+	// The look-ups probe the indexes, a few microseconds per key, whatever the table's size and
+	// statistics. Left to itself, Postgres scans failures sequentially for them while the
+	// table is young (before an ANALYZE, or up to tens of thousands of rows, or with a generic
+	// plan cached when it was empty), which makes a bulk intake quadratic. The setting ends
+	// with the transaction.
+	b.Queue(`SET LOCAL enable_seqscan = off`)
+	b.Queue(`SELECT idempotence_id, id, state, attempt, group_id FROM failures WHERE idempotence_id = ANY($1)`, idems)
+	b.Queue(`SELECT causing_message, count(*) FROM failures WHERE causing_message = ANY($1) GROUP BY causing_message`, causes)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, fmt.Errorf("set enable_seqscan: %w", err)
+	}
+	existing := make(map[string]IngestOutcome)
+	dup, err := br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("look up idempotence ids: %w", err)
+	}
+	for dup.Next() {
+		var idem string
+		o := IngestOutcome{Duplicate: true}
+		if err := dup.Scan(&idem, &o.ID, &o.State, &o.Attempt, &o.GroupID); err != nil {
+			dup.Close()
+			return nil, nil, fmt.Errorf("look up idempotence ids: %w", err)
+		}
+		existing[idem] = o
+	}
+	if err := dup.Err(); err != nil {
+		return nil, nil, fmt.Errorf("look up idempotence ids: %w", err)
+	}
+
+	counts := make(map[string]int64)
+	cnt, err := br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("count failures per causing message: %w", err)
+	}
+	for cnt.Next() {
+		var cm string
+		var n int64
+		if err := cnt.Scan(&cm, &n); err != nil {
+			cnt.Close()
+			return nil, nil, fmt.Errorf("count failures per causing message: %w", err)
+		}
+		counts[cm] = n
+	}
+	if err := cnt.Err(); err != nil {
+		return nil, nil, fmt.Errorf("count failures per causing message: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, fmt.Errorf("look up existing failures: %w", err)
+	}
+	return existing, counts, nil
+}
+
+// ensureGroups returns the ids of the fresh rows' groups, creating the missing ones (keys
+// sorted, so that concurrent batches meet in the same order). It takes no lock on an existing
+// group: two instances ingesting failures of the same group do not wait for each other here.
+func ensureGroups(ctx context.Context, tx pgx.Tx, rows []ingestRow, fresh []int, now time.Time) (map[groupKey]int64, error) {
+	distinct := make(map[groupKey]struct{})
+	for _, i := range fresh {
+		distinct[rows[i].group] = struct{}{}
+	}
+	keys := make([]groupKey, 0, len(distinct))
+	for k := range distinct {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b groupKey) int {
+		return cmp.Or(strings.Compare(a.publisherService, b.publisherService), strings.Compare(a.messageType, b.messageType),
+			strings.Compare(a.errorCode, b.errorCode), strings.Compare(a.stackTraceHash, b.stackTraceHash))
+	})
+	cols := [4][]string{}
+	for _, k := range keys {
+		cols[0] = append(cols[0], k.publisherService)
+		cols[1] = append(cols[1], k.messageType)
+		cols[2] = append(cols[2], k.errorCode)
+		cols[3] = append(cols[3], k.stackTraceHash)
+	}
+
+	// Two statements: the SELECT runs with a new snapshot, so it also sees a group that a
+	// concurrent transaction committed while the INSERT waited for it.
+	b := &pgx.Batch{}
+	b.Queue(insertGroupsSQL, cols[0], cols[1], cols[2], cols[3], now)
+	b.Queue(selectGroupsSQL, cols[0], cols[1], cols[2], cols[3])
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("create groups: %w", err)
+	}
+	gr, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("look up groups: %w", err)
+	}
+	out := make(map[groupKey]int64, len(keys))
+	for gr.Next() {
+		var k groupKey
+		var id int64
+		if err := gr.Scan(&id, &k.publisherService, &k.messageType, &k.errorCode, &k.stackTraceHash); err != nil {
+			gr.Close()
+			return nil, fmt.Errorf("look up groups: %w", err)
+		}
+		out[k] = id
+	}
+	if err := gr.Err(); err != nil {
+		return nil, fmt.Errorf("look up groups: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("look up groups: %w", err)
+	}
+	if len(out) != len(keys) {
+		return nil, fmt.Errorf("look up groups: %d of %d groups found", len(out), len(keys))
+	}
+	return out, nil
+}
+
+// touchGroups moves last_seen of the groups forward to now. It runs last before the commit, so
+// that the row locks it takes are held only for the commit.
+func touchGroups(ctx context.Context, tx pgx.Tx, groups map[groupKey]int64, now time.Time) error {
+	ids := make([]int64, 0, len(groups))
+	for _, id := range groups {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // one lock order for every instance
+	if _, err := tx.Exec(ctx, touchGroupsSQL, ids, now); err != nil {
+		return fmt.Errorf("update groups' last_seen: %w", err)
+	}
+	return nil
+}
+
+const insertGroupsSQL = `
+INSERT INTO failure_groups (publisher_service, message_type, error_code, stack_trace_hash, first_seen, last_seen, created_at, updated_at)
+SELECT k.publisher_service, k.message_type, k.error_code, k.stack_trace_hash, $5, $5, $5, $5
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(publisher_service, message_type, error_code, stack_trace_hash)
+ON CONFLICT ON CONSTRAINT failure_groups_kind_key DO NOTHING`
+
+const selectGroupsSQL = `
+SELECT g.id, g.publisher_service, g.message_type, g.error_code, g.stack_trace_hash
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(publisher_service, message_type, error_code, stack_trace_hash)
+JOIN failure_groups g USING (publisher_service, message_type, error_code, stack_trace_hash)`
+
+const touchGroupsSQL = `
+UPDATE failure_groups SET last_seen = $2 WHERE id = ANY($1) AND last_seen < $2`
+
+// failureColumns are the columns Ingest writes, in the order of ingestRow.values.
+var failureColumns = []string{
+	"id", "state", "temporality", "error_code", "error_message", "error_description", "stack_trace", "stack_trace_hash",
+	"event_id", "idempotence_id", "event_created", "publisher_system", "publisher_service", "process_id",
+	"original_topic", "original_partition", "original_offset", "original_key", "original_value", "header_names", "header_values",
+	"message_id", "message_idempotence_id", "message_created", "message_system", "message_service", "message_type", "message_type_version",
+	"causing_message", "attempt", "next_attempt_at", "state_reason", "group_id", "created_at", "updated_at",
+}
+
+// values returns the row for failureColumns.
+func (r *ingestRow) values(o *IngestOutcome, nextAt *time.Time, reason *string, now time.Time) []any {
+	e := r.in.Event
+	p := &e.Payload
+	md := p.FailedMessageMetadata
+	if md == nil {
+		md = &avro.Metadata{}
+	}
+	value := p.OriginalMessage
+	if value == nil {
+		value = []byte{}
+	}
+	return []any{
+		o.ID, string(o.State), string(e.References.ErrorType.Temporality), e.References.ErrorType.Code, p.ErrorMessage,
+		p.ErrorDescription, p.StackTrace, p.StackTraceHash,
+		e.Identity.EventID, e.Identity.IdempotenceID, e.Identity.Created, e.Publisher.System, e.Publisher.Service, e.ProcessID,
+		e.References.Message.TopicName, e.References.Message.Partition, e.References.Message.Offset, p.OriginalKey, value,
+		r.headerNames, r.headerValues,
+		md.EventID, md.IdempotenceID, md.Created, md.System, md.Service, md.MessageTypeName, md.MessageTypeVersion,
+		r.causingMessage, o.Attempt, nextAt, reason, o.GroupID, now, now,
+	}
+}
+
+// messageType is the group key's message type: the metadata's messageTypeName, or "".
+func messageType(e *avro.Event) string {
+	if md := e.Payload.FailedMessageMetadata; md != nil {
+		return deref(md.MessageTypeName)
+	}
+	return ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// StateStats are the numbers behind the state metrics.
+type StateStats struct {
+	// Counts holds the number of failures in every state (zero when none).
+	Counts map[State]int64
+	// Oldest holds the created_at of the oldest failure per state; a state without failures is
+	// absent.
+	Oldest map[State]time.Time
+}
+
+// StateStats counts the failures by state and finds the oldest of each state.
+func (s *Store) StateStats(ctx context.Context) (StateStats, error) {
+	st := StateStats{Counts: make(map[State]int64, len(States)), Oldest: make(map[State]time.Time, len(States))}
+	for _, state := range States {
+		st.Counts[state] = 0
+	}
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*), min(created_at) FROM failures GROUP BY state`)
+	if err != nil {
+		return StateStats{}, fmt.Errorf("state stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var state State
+		var n int64
+		var oldest time.Time
+		if err := rows.Scan(&state, &n, &oldest); err != nil {
+			return StateStats{}, fmt.Errorf("state stats: %w", err)
+		}
+		st.Counts[state] = n
+		st.Oldest[state] = oldest
+	}
+	if err := rows.Err(); err != nil {
+		return StateStats{}, fmt.Errorf("state stats: %w", err)
+	}
+	return st, nil
+}
