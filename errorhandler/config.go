@@ -61,9 +61,12 @@ type DeadLetterConfig struct {
 	// System and Service name this consumer in the MPFE's publisher. Required.
 	System  string
 	Service string
-	// ProducerConfig overrides the producer defaults (acks=all, enable.idempotence=true,
-	// linger.ms=5, message.timeout.ms=30000, message.max.bytes=16 MiB + 64 KiB). acks and
-	// enable.idempotence cannot be weakened.
+	// ProducerConfig overrides the producer defaults: acks=all, enable.idempotence=true,
+	// linger.ms=20, compression.type=lz4, message.timeout.ms=30000 and message.max.bytes=16 MiB
+	// + 64 KiB. The linger and the compression make fewer, larger produce requests when many
+	// records fail at once, which costs the brokers far less per MPFE; an MPFE's record is
+	// committed only after its acknowledgement anyway, so the linger only delays a commit that
+	// waits for the commit interval. acks and enable.idempotence cannot be weakened.
 	ProducerConfig kafka.ConfigMap
 	// Registry, when set, frames MPFEs in the Confluent wire format with ids from this schema
 	// registry; otherwise they use Avro single-object encoding.
@@ -145,7 +148,8 @@ func (c *DeadLetterConfig) producerConfig() kafka.ConfigMap {
 		"client.id":                 "redrive-errorhandler",
 		"acks":                      "all",
 		"enable.idempotence":        true,
-		"linger.ms":                 5,
+		"linger.ms":                 20,
+		"compression.type":          "lz4",
 		"message.timeout.ms":        30000,
 		"message.max.bytes":         avro.DefaultMaxSize + 64<<10,
 		"go.delivery.report.fields": "none",

@@ -12,6 +12,8 @@ type Delivery struct {
 	done    chan struct{}
 	err     error
 	eventID string
+	stop    func() bool // stops the context watch
+	job     job
 }
 
 // Done is closed when the outcome is known.
@@ -53,16 +55,20 @@ func (d *DeadLetterer) Publish(ctx context.Context, msg *kafka.Message, err erro
 		phase = PhaseDecode
 	}
 	del := &Delivery{done: make(chan struct{})}
-	var stop func() bool
-	j := d.newJob(msg, d.classify(phase, err), func(err error) {
-		if stop != nil {
-			stop()
-		}
-		del.err = err
-		close(del.done)
-	}, nil)
+	j := &del.job
+	d.initJob(j, msg, d.classify(phase, err), del)
 	del.eventID = j.ev.Identity.EventID
-	stop = context.AfterFunc(ctx, func() { d.cancel(j, ctx.Err()) })
+	del.stop = context.AfterFunc(ctx, func() { d.cancel(j, ctx.Err()) })
 	d.submit(j)
 	return del
 }
+
+func (del *Delivery) jobDone(_ *job, err error) {
+	if del.stop != nil {
+		del.stop()
+	}
+	del.err = err
+	close(del.done)
+}
+
+func (del *Delivery) jobFailing(*job, error) {}

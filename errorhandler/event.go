@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -84,15 +83,24 @@ type failure struct {
 
 // buildEvent returns the MPFE of msg's failure and the string of its Kafka key record.
 func buildEvent(msg *kafka.Message, f failure, system, service string, ids [2]string, now time.Time, info MessageInfo) (*avro.Event, string) {
+	ev, meta := &avro.Event{}, &avro.Metadata{}
+	key := fillEvent(ev, meta, msg, f, system, service, ids, now, info)
+	return ev, key
+}
+
+// fillEvent writes the MPFE of msg's failure to ev, with meta as its failed message's metadata,
+// and returns the string of its Kafka key record.
+func fillEvent(ev *avro.Event, meta *avro.Metadata, msg *kafka.Message, f failure, system, service string, ids [2]string, now time.Time, info MessageInfo) string {
 	topic := ""
 	if msg.TopicPartition.Topic != nil {
 		topic = *msg.TopicPartition.Topic
 	}
-	trace := cutStackTrace(stackTrace(f.err))
-	hash := stackTraceHash(f)
+	trace := avro.Ptr(cutStackTrace(stackTrace(f.err)))
+	hash := stackTraceHashPtr(f)
+	desc := description(f)
 	// The header map is written straight from msg.Headers by appendEvent (see appendHeaders);
 	// eventWithHeaders fills it for readers of the Go value.
-	meta := &avro.Metadata{}
+	*meta = avro.Metadata{}
 	setOpt(&meta.EventID, info.ID)
 	setOpt(&meta.IdempotenceID, info.IdempotenceID)
 	setOpt(&meta.System, info.System)
@@ -102,7 +110,7 @@ func buildEvent(msg *kafka.Message, f failure, system, service string, ids [2]st
 	if !info.Created.IsZero() {
 		meta.Created = avro.Ptr(info.Created.UTC().Truncate(time.Millisecond))
 	}
-	ev := &avro.Event{
+	*ev = avro.Event{
 		Identity: avro.Identity{EventID: ids[0], IdempotenceID: ids[1], Created: now.UTC().Truncate(time.Millisecond)},
 		Type:     avro.EventType{Name: avro.EventTypeName, Version: avro.EventTypeVersion},
 		Publisher: avro.Publisher{
@@ -118,9 +126,9 @@ func buildEvent(msg *kafka.Message, f failure, system, service string, ids [2]st
 			OriginalMessage:       msg.Value,
 			OriginalKey:           msg.Key,
 			ErrorMessage:          errorMessage(f.err),
-			ErrorDescription:      avro.Ptr(description(f)),
-			StackTrace:            &trace,
-			StackTraceHash:        &hash,
+			ErrorDescription:      desc,
+			StackTrace:            trace,
+			StackTraceHash:        hash,
 			FailedMessageMetadata: meta,
 		},
 		DomainEventVersion: avro.DomainEventVersion,
@@ -133,7 +141,7 @@ func buildEvent(msg *kafka.Message, f failure, system, service string, ids [2]st
 	if key == "" {
 		key = ids[1]
 	}
-	return ev, key
+	return key
 }
 
 func setOpt(dst **string, v string) {
@@ -149,19 +157,22 @@ func errorMessage(err error) string {
 	return err.Error()
 }
 
-func description(f failure) string {
+// description returns the MPFE's errorDescription. The texts are few and shared between events.
+func description(f failure) *string {
 	var pe *PanicError
 	var de *DecodeError
+	var what string
 	switch {
 	case errors.As(f.err, &de):
-		return string(f.phase) + " phase: the record's " + string(de.Part) + " could not be decoded"
+		what = "the record's " + string(de.Part) + " could not be decoded"
 	case errors.As(f.err, &pe):
-		return string(f.phase) + " phase: the handler panicked"
+		what = "the handler panicked"
 	case f.phase == PhaseDecode:
-		return string(f.phase) + " phase: the record could not be decoded"
+		what = "the record could not be decoded"
 	default:
-		return string(f.phase) + " phase: the handler returned an error"
+		what = "the handler returned an error"
 	}
+	return sharedText(string(f.phase), " phase: ", what)
 }
 
 // eventWithHeaders returns ev with its metadata header map filled from hs, as it is written.
@@ -260,63 +271,103 @@ func cutStackTrace(s string) string {
 // stackTraceHash returns a hash that is the same for failures of the same kind: the phase,
 // the code and the error types of the chain (with a decode error's part and a panic's site),
 // never the message text, which carries ids and values.
-func stackTraceHash(f failure) string {
-	var b strings.Builder
-	b.WriteString(string(f.phase))
-	b.WriteByte('|')
-	b.WriteString(f.class.Code)
-	b.WriteByte('|')
-	kindOf(&b, f.err, 0)
-	kind := b.String()
-	if h, ok := hashCache.Load(kind); ok {
-		return h.(string)
+func stackTraceHash(f failure) string { return *stackTraceHashPtr(f) }
+
+// stackTraceHashPtr is stackTraceHash; the result is shared between events of the same kind.
+func stackTraceHashPtr(f failure) *string {
+	var buf [256]byte
+	kind := appendKind(buf[:0], f)
+	hashCache.RLock()
+	h, ok := hashCache.m[string(kind)]
+	hashCache.RUnlock()
+	if ok {
+		return h
 	}
-	sum := sha256.Sum256([]byte(kind))
-	h := hex.EncodeToString(sum[:])
-	if hashCacheSize.Add(1) <= maxHashCache {
-		hashCache.Store(kind, h)
+	sum := sha256.Sum256(kind)
+	h = avro.Ptr(hex.EncodeToString(sum[:]))
+	hashCache.Lock()
+	if len(hashCache.m) < maxHashCache {
+		hashCache.m[string(kind)] = h
 	}
+	hashCache.Unlock()
 	return h
 }
 
+// appendKind appends the kind of f: its phase, code and the kind of its error chain.
+func appendKind(b []byte, f failure) []byte {
+	b = append(b, f.phase...)
+	b = append(b, '|')
+	b = append(b, f.class.Code...)
+	b = append(b, '|')
+	return kindOf(b, f.err, 0)
+}
+
 // hashCache maps failure kinds to their hashes; kinds are few (types × codes × sites).
-var (
-	hashCache     sync.Map
-	hashCacheSize atomic.Int64
-)
+var hashCache = struct {
+	sync.RWMutex
+	m map[string]*string
+}{m: map[string]*string{}}
 
 const maxHashCache = 4096
 
-// kindOf writes the kind of err's chain: the types, a decode error's part, a panic's site.
-func kindOf(b *strings.Builder, err error, depth int) {
+// sharedText returns the concatenation of parts, shared with every earlier call with the same
+// parts (at most maxHashCache texts are kept).
+func sharedText(parts ...string) *string {
+	var buf [128]byte
+	b := buf[:0]
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	textCache.RLock()
+	t, ok := textCache.m[string(b)]
+	textCache.RUnlock()
+	if ok {
+		return t
+	}
+	t = avro.Ptr(string(b))
+	textCache.Lock()
+	if len(textCache.m) < maxHashCache {
+		textCache.m[*t] = t
+	}
+	textCache.Unlock()
+	return t
+}
+
+var textCache = struct {
+	sync.RWMutex
+	m map[string]*string
+}{m: map[string]*string{}}
+
+// kindOf appends the kind of err's chain: the types, a decode error's part, a panic's site.
+func kindOf(b []byte, err error, depth int) []byte {
 	for ; err != nil && depth < maxChainDepth; depth++ {
-		b.WriteString(typeName(err))
-		b.WriteByte(';')
+		b = append(b, typeName(err)...)
+		b = append(b, ';')
 		switch e := err.(type) {
 		case *DecodeError:
-			b.WriteString("part=")
-			b.WriteString(string(e.Part))
-			b.WriteByte(';')
+			b = append(b, "part="...)
+			b = append(b, e.Part...)
+			b = append(b, ';')
 		case *PanicError:
-			b.WriteString("site=")
-			b.WriteString(e.Site)
-			b.WriteString(";value=")
-			b.WriteString(reflect.TypeOf(e.Value).String())
-			b.WriteByte(';')
+			b = append(b, "site="...)
+			b = append(b, e.Site...)
+			b = append(b, ";value="...)
+			b = append(b, reflect.TypeOf(e.Value).String()...)
+			b = append(b, ';')
 		}
 		switch u := err.(type) {
 		case interface{ Unwrap() []error }:
-			b.WriteByte('(')
+			b = append(b, '(')
 			for _, e := range u.Unwrap() {
-				kindOf(b, e, depth+1)
-				b.WriteByte(',')
+				b = kindOf(b, e, depth+1)
+				b = append(b, ',')
 			}
-			b.WriteByte(')')
-			return
+			return append(b, ')')
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		default:
-			return
+			return b
 		}
 	}
+	return b
 }

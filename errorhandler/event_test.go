@@ -1,7 +1,9 @@
 package errorhandler
 
 import (
+	"bufio"
 	"bytes"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"reflect"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redrive/redrive/avro"
 )
@@ -217,9 +220,12 @@ func TestOffsetTracker(t *testing.T) {
 	if got := tr.committable(-1); got != -1 {
 		t.Fatalf("empty tracker committable %d", got)
 	}
-	s3 := tr.add(3)
-	s5 := tr.add(5)
-	s6 := tr.add(6)
+	s3 := &offsetSlot{offset: 3}
+	tr.add(s3)
+	s5 := &offsetSlot{offset: 5}
+	tr.add(s5)
+	s6 := &offsetSlot{offset: 6}
+	tr.add(s6)
 	if got := tr.committable(10); got != 3 {
 		t.Fatalf("committable %d, want 3", got)
 	}
@@ -323,4 +329,24 @@ func BenchmarkEncodeMPFE(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestNewIDs(t *testing.T) {
+	d := &DeadLetterer{ids: &lockedReader{r: bufio.NewReaderSize(crand.Reader, 4096)}}
+	seen := map[string]bool{}
+	for range 100 {
+		for _, id := range d.newIDs() {
+			u, err := uuid.Parse(id)
+			if err != nil || u.String() != id {
+				t.Fatalf("id %q: %v", id, err)
+			}
+			if u.Version() != 4 || u.Variant() != uuid.RFC4122 {
+				t.Fatalf("id %q: version %d variant %v, want 4 and RFC 4122", id, u.Version(), u.Variant())
+			}
+			if seen[id] {
+				t.Fatalf("id %q seen twice", id)
+			}
+			seen[id] = true
+		}
+	}
 }

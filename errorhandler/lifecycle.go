@@ -63,9 +63,7 @@ func (r *Runner[K, V]) letGo(c *kafka.Consumer, parts []*partition, commit bool)
 		for _, s := range p.track.inflight {
 			if s != nil && !s.done {
 				givenUp++
-				if s.job != nil {
-					r.dl.cancel(s.job, errCancelled)
-				}
+				r.dl.cancel(&s.job, errCancelled)
 			}
 		}
 		if p.halt != nil {

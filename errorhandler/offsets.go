@@ -14,20 +14,19 @@ type offsetTracker struct {
 	inflight []*offsetSlot
 }
 
-// offsetSlot is one record whose outcome is pending.
+// offsetSlot is one record whose outcome is pending: a dead-lettered record and its MPFE.
 type offsetSlot struct {
 	offset int64
 	done   bool
 	// failing is set while its MPFE's last attempt failed (the partition waits).
 	failing bool
-	job     *job
+	p       *partition
+	job     job
 }
 
-// add appends a pending record at offset.
-func (t *offsetTracker) add(offset int64) *offsetSlot {
-	s := &offsetSlot{offset: offset}
+// add appends s, a pending record; records are added in offset order.
+func (t *offsetTracker) add(s *offsetSlot) {
 	t.inflight = append(t.inflight, s)
-	return s
 }
 
 // finish marks s final and drops the final records at the head of the queue.

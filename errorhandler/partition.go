@@ -79,12 +79,22 @@ type partition struct {
 	reseek    bool
 	committed int64 // last committed offset; -1 before
 
+	sig *runnerSignals
+
 	handled      prometheus.Counter
 	consecGauge  prometheus.Gauge
 	deadLettered [2]prometheus.Counter // by phase: decode, process
 }
 
-func newPartition(tp kafka.TopicPartition, met *metrics) *partition {
+// runnerSignals is what a partition's MPFE outcomes tell the runner.
+type runnerSignals struct {
+	dirty   *atomic.Bool  // a partition's pause state may need to change
+	ackCh   chan struct{} // notified when an MPFE outcome is final
+	blocked prometheus.Gauge
+	clock   func() time.Time
+}
+
+func newPartition(tp kafka.TopicPartition, met *metrics, sig *runnerSignals) *partition {
 	topic := *tp.Topic
 	p := &partition{
 		key:       tpKey{topic: topic, partition: tp.Partition},
@@ -94,6 +104,7 @@ func newPartition(tp kafka.TopicPartition, met *metrics) *partition {
 		done:      make(chan struct{}),
 		expect:    -1,
 		committed: -1,
+		sig:       sig,
 	}
 	p.next.Store(-1)
 	p.ctx, p.cancel = context.WithCancel(context.Background())

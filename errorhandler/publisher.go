@@ -10,11 +10,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redrive/redrive/avro"
 )
@@ -53,7 +51,8 @@ type DeadLetterer struct {
 	throttle  *throttle
 
 	mu        sync.Mutex
-	jobs      map[*job]struct{}
+	jobs      *job // the jobs not finished, linked through job.next
+	njobs     int
 	retrying  int
 	closing   bool
 	idle      chan struct{} // closed when closing and no job is left
@@ -82,7 +81,6 @@ func NewDeadLetterer(cfg DeadLetterConfig) (*DeadLetterer, error) {
 		ids:       &lockedReader{r: bufio.NewReaderSize(crand.Reader, 4096)},
 		delivered: make(chan struct{}, 1),
 		throttle:  newThrottle(5*time.Second, cfg.Clock),
-		jobs:      map[*job]struct{}{},
 		idle:      make(chan struct{}),
 	}
 	d.produced = met.produced.WithLabelValues(cfg.ErrorTopic)
@@ -114,56 +112,21 @@ func (d *DeadLetterer) classify(phase Phase, err error) failure {
 	return failure{phase: phase, err: err, class: c}
 }
 
-// job is one MPFE on its way to the error topic.
-type job struct {
-	msg  *kafka.Message
-	f    failure
-	ev   *avro.Event
-	key  string
-	kb   []byte // framed key, nil until encoded
-	vb   []byte // framed value, nil until encoded
-	done func(err error)
-	fail func(err error) // called for each failed attempt; may be nil
-
-	attempts  int
-	lastErr   error
-	failing   bool        // under DeadLetterer.mu: counted in retrying
-	timer     *time.Timer // under DeadLetterer.mu: pending retry
-	cancelErr atomic.Pointer[error]
-	finished  atomic.Bool
-}
-
-func (d *DeadLetterer) newJob(msg *kafka.Message, f failure, done, fail func(error)) *job {
-	var info MessageInfo
-	if d.cfg.Extractor != nil {
-		info = d.cfg.Extractor(msg)
-	}
-	ev, key := buildEvent(msg, f, d.cfg.System, d.cfg.Service, d.newIDs(), d.cfg.Clock(), info)
-	return &job{msg: msg, f: f, ev: ev, key: key, done: done, fail: fail}
-}
-
-func (d *DeadLetterer) newIDs() [2]string {
-	var ids [2]string
-	for i := range ids {
-		u, err := uuid.NewRandomFromReader(d.ids)
-		if err != nil {
-			u = uuid.New() // panics only when the system has no randomness at all
-		}
-		ids[i] = u.String()
-	}
-	return ids
-}
-
 // submit starts j's first attempt, or finishes it with ErrClosed.
 func (d *DeadLetterer) submit(j *job) {
 	d.mu.Lock()
 	if d.closing {
 		d.mu.Unlock()
 		j.finished.Store(true)
-		j.done(ErrClosed)
+		j.sink.jobDone(j, ErrClosed)
 		return
 	}
-	d.jobs[j] = struct{}{}
+	j.next = d.jobs
+	if d.jobs != nil {
+		d.jobs.prev = j
+	}
+	d.jobs = j
+	d.njobs++
 	d.mu.Unlock()
 	d.met.inFlight.Inc()
 	d.attempt(j)
@@ -195,32 +158,30 @@ func (d *DeadLetterer) giveUpErr(j *job) error {
 	return fmt.Errorf("dead-letter %s[%d]@%d not acknowledged: %w", topicOf(j.msg), j.msg.TopicPartition.Partition, j.msg.TopicPartition.Offset, err)
 }
 
-// attempt encodes j if needed and hands it to the producer.
+// attempt encodes j and hands it to the producer.
 func (d *DeadLetterer) attempt(j *job) {
 	if j.cancelErr.Load() != nil {
 		d.finish(j, d.giveUpErr(j))
 		return
 	}
-	if j.vb == nil {
-		kb, vb, err := d.encode(j)
-		if err != nil {
-			d.retry(j, err)
-			return
-		}
-		j.kb, j.vb = kb, vb
+	// The producer copies key and value (RD_KAFKA_MSG_F_COPY), so the encoding buffer is reused
+	// as soon as Produce returns; a retry encodes the same event again.
+	bp := encodeBufs.Get().(*[]byte)
+	defer putEncodeBuf(bp)
+	buf, keyAt, err := d.encode((*bp)[:0], j)
+	if err != nil {
+		d.retry(j, err)
+		return
 	}
-	topic := d.cfg.ErrorTopic
-	msg := &kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
-		Key:            j.kb,
-		Value:          j.vb,
-		Opaque:         j,
-	}
+	*bp = buf
+	// Once Produce succeeded, j belongs to the event loop: nothing below touches it again. The
+	// stale Key and Value are overwritten before the next attempt's Produce reads them.
+	j.out.Value, j.out.Key = buf[:keyAt:keyAt], buf[keyAt:]
 	deadline := time.Time{}
 	for {
 		d.prodMu.RLock()
 		p := d.prod
-		err := p.Produce(msg, nil)
+		err := p.Produce(&j.out, nil)
 		d.prodMu.RUnlock()
 		if err == nil {
 			return
@@ -254,20 +215,22 @@ func (d *DeadLetterer) waitDelivery() {
 	}
 }
 
-func (d *DeadLetterer) encode(j *job) (kb, vb []byte, err error) {
+// encode appends j's framed event and then its framed key to b; the key starts at keyAt.
+func (d *DeadLetterer) encode(b []byte, j *job) (out []byte, keyAt int, err error) {
 	evHead, keyHead, err := d.heads()
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
-	vb, err = appendEvent(append(make([]byte, 0, len(evHead)+1024+len(j.msg.Value)+len(j.msg.Key)), evHead...), j.ev, j.msg.Headers)
+	b, err = appendEvent(append(b, evHead...), &j.ev, j.msg.Headers)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
-	if len(vb) > avro.DefaultMaxSize {
-		return nil, nil, fmt.Errorf("encode event: %w: %d bytes, limit %d", avro.ErrTooLarge, len(vb), avro.DefaultMaxSize)
+	if len(b) > avro.DefaultMaxSize {
+		return nil, 0, fmt.Errorf("encode event: %w: %d bytes, limit %d", avro.ErrTooLarge, len(b), avro.DefaultMaxSize)
 	}
-	kb = appendKey(append(make([]byte, 0, len(keyHead)+len(j.key)+2), keyHead...), avro.Key{Key: j.key})
-	return kb, vb, nil
+	keyAt = len(b)
+	b = appendKey(append(b, keyHead...), avro.Key{Key: j.key})
+	return b, keyAt, nil
 }
 
 // heads returns the framing prefixes of events and keys on the error topic, as the avro codec
@@ -321,9 +284,7 @@ func (d *DeadLetterer) retry(j *job, err error) {
 			"topic", topicOf(j.msg), "partition", j.msg.TopicPartition.Partition, "offset", int64(j.msg.TopicPartition.Offset),
 			"attempt", j.attempts, "error", err, "suppressed", n)
 	}
-	if j.fail != nil {
-		j.fail(err)
-	}
+	j.sink.jobFailing(j, err)
 	if j.cancelErr.Load() != nil {
 		d.finish(j, d.giveUpErr(j))
 		return
@@ -355,12 +316,21 @@ func (d *DeadLetterer) finish(j *job, err error) {
 		return
 	}
 	d.mu.Lock()
-	delete(d.jobs, j)
+	if j.prev != nil {
+		j.prev.next = j.next
+	} else {
+		d.jobs = j.next
+	}
+	if j.next != nil {
+		j.next.prev = j.prev
+	}
+	j.prev, j.next = nil, nil
+	d.njobs--
 	if j.failing {
 		j.failing = false
 		d.retrying--
 	}
-	if d.closing && len(d.jobs) == 0 {
+	if d.closing && d.njobs == 0 {
 		select {
 		case <-d.idle:
 		default:
@@ -369,7 +339,7 @@ func (d *DeadLetterer) finish(j *job, err error) {
 	}
 	d.mu.Unlock()
 	d.met.inFlight.Dec()
-	j.done(err)
+	j.sink.jobDone(j, err)
 }
 
 // eventLoop serves p's delivery reports and errors until p is closed.
@@ -450,7 +420,7 @@ type DeadLetterHealth struct {
 func (d *DeadLetterer) Health() DeadLetterHealth {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	h := DeadLetterHealth{ErrorTopic: d.cfg.ErrorTopic, InFlight: len(d.jobs), Retrying: d.retrying, LastError: d.lastErr}
+	h := DeadLetterHealth{ErrorTopic: d.cfg.ErrorTopic, InFlight: d.njobs, Retrying: d.retrying, LastError: d.lastErr}
 	if !d.lastErrAt.IsZero() {
 		at := d.lastErrAt
 		h.LastErrorAt = &at
@@ -465,7 +435,7 @@ func (d *DeadLetterer) Close(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.closing {
 		d.closing = true
-		if len(d.jobs) == 0 {
+		if d.njobs == 0 {
 			close(d.idle)
 		}
 	}
@@ -475,8 +445,8 @@ func (d *DeadLetterer) Close(ctx context.Context) error {
 	case <-d.idle:
 	case <-ctx.Done():
 		d.mu.Lock()
-		left := make([]*job, 0, len(d.jobs))
-		for j := range d.jobs {
+		left := make([]*job, 0, d.njobs)
+		for j := d.jobs; j != nil; j = j.next {
 			left = append(left, j)
 		}
 		d.mu.Unlock()

@@ -39,6 +39,8 @@ type Runner[K, V any] struct {
 	dirty   atomic.Bool   // a partition's pause state may need to change
 	ackCh   chan struct{} // notified when an MPFE outcome is final
 
+	sig *runnerSignals
+
 	dl *DeadLetterer // nil without an error topic; set before running is true
 
 	partsMu sync.RWMutex
@@ -66,7 +68,7 @@ func New[K, V any](cfg Config[K, V]) (*Runner[K, V], error) {
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	return &Runner[K, V]{
+	r := &Runner[K, V]{
 		cfg:      cfg,
 		handler:  chain(cfg.Handler, cfg.Middleware),
 		met:      met,
@@ -77,7 +79,9 @@ func New[K, V any](cfg Config[K, V]) (*Runner[K, V], error) {
 		control:  make(chan releaseRequest),
 		ackCh:    make(chan struct{}, 1),
 		parts:    map[tpKey]*partition{},
-	}, nil
+	}
+	r.sig = &runnerSignals{dirty: &r.dirty, ackCh: r.ackCh, blocked: met.blocked, clock: cfg.Clock}
+	return r, nil
 }
 
 // Run consumes until ctx ends, then shuts down cleanly: it stops taking records, waits (at
@@ -344,7 +348,7 @@ func (r *Runner[K, V]) rebalance(c *kafka.Consumer, ev kafka.Event) error {
 			if tp.Topic == nil || r.parts[tpKey{topic: *tp.Topic, partition: tp.Partition}] != nil {
 				continue
 			}
-			p := newPartition(tp, r.met)
+			p := newPartition(tp, r.met, r.sig)
 			r.parts[p.key] = p
 			go r.work(p)
 		}

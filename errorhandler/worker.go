@@ -247,23 +247,21 @@ func (r *Runner[K, V]) halt(p *partition, msg *kafka.Message, f failure, reason 
 // deadLetter publishes msg's MPFE; msg's offset becomes final when the MPFE is acknowledged.
 func (r *Runner[K, V]) deadLetter(p *partition, msg *kafka.Message, f failure) {
 	off := int64(msg.TopicPartition.Offset)
-	var slot *offsetSlot
-	j := r.dl.newJob(msg, f,
-		func(err error) { r.deadLettered(p, slot, f, err) },
-		func(err error) { r.deadLetterFailing(p, slot, f, err) })
+	s := &offsetSlot{offset: off, p: p}
+	r.dl.initJob(&s.job, msg, f, s)
 	p.mu.Lock()
-	slot = p.track.add(off)
-	slot.job = j
+	p.track.add(s)
 	p.mu.Unlock()
 	p.next.Store(off + 1) // after the slot is queued: see offsetTracker
-	r.dl.submit(j)
+	r.dl.submit(&s.job)
 }
 
-// deadLettered records the final outcome of an MPFE. A nil err means acknowledged; otherwise it
-// was given up (the partition was let go) and the record stays uncommitted.
-func (r *Runner[K, V]) deadLettered(p *partition, s *offsetSlot, f failure, err error) {
+// jobDone records the final outcome of the slot's MPFE. A nil err means acknowledged;
+// otherwise it was given up (the partition was let go) and the record stays uncommitted.
+func (s *offsetSlot) jobDone(j *job, err error) {
+	p := s.p
 	if err == nil {
-		if f.phase == PhaseDecode {
+		if j.f.phase == PhaseDecode {
 			p.deadLettered[0].Inc()
 		} else {
 			p.deadLettered[1].Inc()
@@ -275,7 +273,7 @@ func (r *Runner[K, V]) deadLettered(p *partition, s *offsetSlot, f failure, err 
 		s.failing = false
 		p.failingSlots--
 		if p.failingSlots == 0 {
-			r.met.blocked.Dec()
+			p.sig.blocked.Dec()
 			p.blockedSlot = nil
 		}
 	}
@@ -284,33 +282,34 @@ func (r *Runner[K, V]) deadLettered(p *partition, s *offsetSlot, f failure, err 
 	}
 	p.mu.Unlock()
 	if wasFailing {
-		r.dirty.Store(true)
+		p.sig.dirty.Store(true)
 	}
 	select {
-	case r.ackCh <- struct{}{}:
+	case p.sig.ackCh <- struct{}{}:
 	default:
 	}
 }
 
-// deadLetterFailing marks p as waiting for the error topic: it is paused until the MPFE gets
-// through.
-func (r *Runner[K, V]) deadLetterFailing(p *partition, s *offsetSlot, f failure, err error) {
-	now := r.cfg.Clock()
+// jobFailing marks the slot's partition as waiting for the error topic: it is paused until
+// the MPFE gets through.
+func (s *offsetSlot) jobFailing(j *job, err error) {
+	p := s.p
+	now := p.sig.clock()
 	p.mu.Lock()
 	if !s.failing {
 		s.failing = true
 		p.failingSlots++
 		if p.failingSlots == 1 {
 			p.blockedSince = now
-			r.met.blocked.Inc()
+			p.sig.blocked.Inc()
 		}
 	}
 	if p.blockedSlot == nil || s.offset <= p.blockedSlot.offset {
-		p.blockedSlot, p.blockedPhase = s, f.phase
+		p.blockedSlot, p.blockedPhase = s, j.f.phase
 	}
 	p.blockedErr = err.Error()
 	p.mu.Unlock()
-	r.dirty.Store(true)
+	p.sig.dirty.Store(true)
 }
 
 // call runs the handler, turning a panic into a *PanicError.
