@@ -5,8 +5,10 @@ package migrations
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -16,6 +18,19 @@ import (
 
 //go:embed *.sql
 var files embed.FS
+
+// Digest returns a SHA-256 over the embedded migration files (names and contents), so that a
+// cache of migrated databases, such as the test kit's template, can tell when they changed.
+func Digest() string {
+	h := sha256.New()
+	entries, _ := files.ReadDir(".")
+	for _, e := range entries {
+		b, _ := files.ReadFile(e.Name())
+		fmt.Fprintf(h, "\x00%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 // ErrNotMigrated means the database schema is older than this binary expects.
 var ErrNotMigrated = errors.New("database schema is not migrated: run `redrive migrate`")

@@ -8,11 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -65,15 +62,6 @@ func PostgresDB(t testing.TB) *DB {
 	tmpl, err := migratedTemplate()
 	if err != nil {
 		t.Fatalf("testkit: prepare migrated template database: %v", err)
-	}
-	if tmpl == "" { // migrations not hashable: migrate this database directly
-		db := newDB(t, "template0")
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-		defer cancel()
-		if err := migrate(ctx, db.DSN); err != nil {
-			t.Fatalf("testkit: apply migrations to %s: %v", db.Name, err)
-		}
-		return db
 	}
 	return newDB(t, tmpl)
 }
@@ -274,14 +262,12 @@ var tmplState struct {
 }
 
 // migratedTemplate returns the name of the migrated template database,
-// building it when no test binary has yet, or "" when the migration files
-// cannot be read (a -trimpath build) and each database must be migrated.
+// building it when no test binary has yet. The name carries a hash of the
+// migrations embedded in this binary, so binaries built from other
+// migrations use other templates.
 func migratedTemplate() (string, error) {
 	tmplState.once.Do(func() {
-		sum, ok := migrationsHash()
-		if !ok {
-			return
-		}
+		sum := migrationsHash()
 		tmplState.name = "redrive_tmpl_" + sum[:16]
 		tmplState.err = buildTemplate(tmplState.name)
 	})
@@ -368,33 +354,9 @@ func dropStaleTemplates(ctx context.Context, conn *pgx.Conn, keep string) error 
 	return nil
 }
 
-// migrationsHash hashes every file under the repository's migrations
-// directory, found next to this source file. It reports false when the
-// directory cannot be read.
-func migrationsHash() (string, bool) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok || !filepath.IsAbs(file) {
-		return "", false
-	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "migrations")
-	h := sha256.New()
-	h.Write([]byte(templateVersion))
-	n := 0
-	err := fs.WalkDir(os.DirFS(dir), ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(filepath.Join(dir, path))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "\x00%s\x00%d\x00", path, len(b))
-		h.Write(b)
-		n++
-		return nil
-	})
-	if err != nil || n == 0 {
-		return "", false
-	}
-	return hex.EncodeToString(h.Sum(nil)), true
+// migrationsHash hashes the migrations embedded in this binary, together
+// with the template layout version.
+func migrationsHash() string {
+	h := sha256.Sum256([]byte(templateVersion + "\x00" + migrations.Digest()))
+	return hex.EncodeToString(h[:])
 }
