@@ -1,0 +1,178 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/redrive/redrive/avro"
+)
+
+// ErrBadData means Postgres cannot store an event as it is: retrying does not help.
+var ErrBadData = errors.New("bad data")
+
+// BadDataError says which event of a batch Postgres cannot store, and why. It wraps ErrBadData.
+type BadDataError struct {
+	// Index is the event's position in the batch, or -1 when the database refused the batch
+	// without naming an event.
+	Index int
+	// Field names the offending field, where known.
+	Field string
+	// Reason says what is wrong.
+	Reason string
+	// Err is the database error behind the refusal, if any.
+	Err error
+}
+
+// Error names the event, the field and the reason.
+func (e *BadDataError) Error() string {
+	var b strings.Builder
+	if e.Index >= 0 {
+		fmt.Fprintf(&b, "event %d: ", e.Index)
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// Unwrap returns ErrBadData and the database error, if any.
+func (e *BadDataError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrBadData, e.Err}
+	}
+	return []error{ErrBadData}
+}
+
+// Size limits of the indexed texts: a btree index entry must stay under about 2.7 kB.
+const (
+	// MaxKeyText bounds the idempotenceId, the causing message, the topic and the publisher
+	// service, in bytes.
+	MaxKeyText = 1024
+	// MaxGroupKey bounds the four texts of a group key together, in bytes.
+	MaxGroupKey = 2048
+)
+
+// ValidateIncoming returns a *BadDataError when Postgres cannot store in as it is: an empty
+// idempotenceId, text that is not UTF-8 or holds a NUL character, a bad temporality, a time
+// outside years 1 to 9999, an indexed text over MaxKeyText or a group key over MaxGroupKey.
+func ValidateIncoming(in Incoming) error { return validateIncoming(-1, in) }
+
+// classify marks the database errors that depend on the data and that retrying cannot fix as
+// bad data: data exceptions (class 22) and program limits (class 54, e.g. an index row too
+// large). Constraint violations are not among them: Ingest writes only valid rows, so one means
+// a schema that does not match this binary, which retrying after an upgrade fixes.
+func classify(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	if strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54") {
+		return &BadDataError{Index: -1, Reason: "the database refused the batch: " + pgErr.Message, Err: err}
+	}
+	return err
+}
+
+// Time bounds that every client and Postgres agree on.
+var (
+	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+func validateIncoming(i int, in Incoming) error {
+	bad := func(field, format string, args ...any) error {
+		return &BadDataError{Index: i, Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	e := in.Event
+	if e == nil {
+		return bad("", "no event")
+	}
+	if e.Identity.IdempotenceID == "" {
+		return bad("identity.idempotenceId", "empty")
+	}
+	if !e.References.ErrorType.Temporality.Valid() {
+		return bad("references.errorType.temporality", "%q is not TEMPORARY, PERMANENT or UNKNOWN", string(e.References.ErrorType.Temporality))
+	}
+	p := &e.Payload
+	texts := []struct {
+		field string
+		value *string
+	}{
+		{"identity.eventId", &e.Identity.EventID},
+		{"identity.idempotenceId", &e.Identity.IdempotenceID},
+		{"publisher.system", &e.Publisher.System},
+		{"publisher.service", &e.Publisher.Service},
+		{"references.message.topicName", &e.References.Message.TopicName},
+		{"references.errorType.code", &e.References.ErrorType.Code},
+		{"payload.errorMessage", &p.ErrorMessage},
+		{"payload.errorDescription", p.ErrorDescription},
+		{"payload.stackTrace", p.StackTrace},
+		{"payload.stackTraceHash", p.StackTraceHash},
+		{"processId", e.ProcessID},
+	}
+	if md := p.FailedMessageMetadata; md != nil {
+		texts = append(texts, []struct {
+			field string
+			value *string
+		}{
+			{"failedMessageMetadata.eventId", md.EventID},
+			{"failedMessageMetadata.idempotenceId", md.IdempotenceID},
+			{"failedMessageMetadata.system", md.System},
+			{"failedMessageMetadata.service", md.Service},
+			{"failedMessageMetadata.messageTypeName", md.MessageTypeName},
+			{"failedMessageMetadata.messageTypeVersion", md.MessageTypeVersion},
+		}...)
+		if md.Created != nil && (md.Created.Before(minTime) || md.Created.After(maxTime)) {
+			return bad("failedMessageMetadata.created", "%s is outside years 1 to 9999", md.Created)
+		}
+	}
+	for _, t := range texts {
+		if t.value != nil {
+			if err := checkText(*t.value); err != "" {
+				return bad(t.field, "%s", err)
+			}
+		}
+	}
+	for j, h := range in.Headers {
+		if err := checkText(h.Name); err != "" {
+			return bad(fmt.Sprintf("headers[%d].name", j), "%s", err)
+		}
+	}
+	cm := CausingMessage(e, in.Headers)
+	if err := checkText(cm); err != "" {
+		return bad("causing message ("+avro.HeaderOrigin+" header)", "%s", err)
+	}
+	for _, t := range []struct{ field, value string }{
+		{"identity.idempotenceId", e.Identity.IdempotenceID},
+		{"causing message", cm},
+		{"references.message.topicName", e.References.Message.TopicName},
+		{"publisher.service", e.Publisher.Service},
+	} {
+		if len(t.value) > MaxKeyText {
+			return bad(t.field, "%d bytes, limit %d", len(t.value), MaxKeyText)
+		}
+	}
+	if n := len(e.Publisher.Service) + len(e.References.ErrorType.Code) + len(deref(p.StackTraceHash)) + len(messageType(e)); n > MaxGroupKey {
+		return bad("group key", "publisher.service, messageTypeName, errorType.code and stackTraceHash take %d bytes, limit %d", n, MaxGroupKey)
+	}
+	if c := e.Identity.Created; c.Before(minTime) || c.After(maxTime) {
+		return bad("identity.created", "%s is outside years 1 to 9999", c)
+	}
+	return nil
+}
+
+// checkText says why Postgres cannot store s as text, or "".
+func checkText(s string) string {
+	if !utf8.ValidString(s) {
+		return "not valid UTF-8"
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return "contains a NUL character"
+	}
+	return ""
+}
