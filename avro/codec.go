@@ -148,14 +148,7 @@ func MarshalEvent(e *Event) ([]byte, error) {
 }
 
 func marshalEvent(buf []byte, e *Event) ([]byte, error) {
-	if err := e.Validate(); err != nil {
-		return nil, fmt.Errorf("encode event: %w", err)
-	}
-	out, err := mustBuiltin().event.codec.BinaryFromNative(buf, nativeFromEvent(e))
-	if err != nil {
-		return nil, fmt.Errorf("encode event: %w", err)
-	}
-	return out, nil
+	return AppendEvent(buf, e)
 }
 
 // UnmarshalEvent decodes a bare Avro binary datum of the event schema.
@@ -165,7 +158,7 @@ func UnmarshalEvent(datum []byte) (*Event, error) {
 
 // MarshalKey returns the bare Avro binary datum of k.
 func MarshalKey(k Key) ([]byte, error) {
-	return mustBuiltin().key.codec.BinaryFromNative(nil, map[string]any{"key": k.Key})
+	return AppendKey(nil, k), nil
 }
 
 // UnmarshalKey decodes a bare Avro binary datum of the key schema.
@@ -236,7 +229,7 @@ func (c *Codec) EncodeKey(topic string, k Key) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.builtin.key.codec.BinaryFromNative(head, map[string]any{"key": k.Key})
+	return AppendKey(head, k), nil
 }
 
 // EncodeEventWith frames e with an explicit framing, regardless of the configured registry:
@@ -247,7 +240,7 @@ func EncodeEventWith(e *Event, schemaID int) ([]byte, error) {
 
 // EncodeKeyWith frames k like EncodeEventWith.
 func EncodeKeyWith(k Key, schemaID int) ([]byte, error) {
-	return mustBuiltin().key.codec.BinaryFromNative(frameHead(mustBuiltin().key, schemaID), map[string]any{"key": k.Key})
+	return AppendKey(frameHead(mustBuiltin().key, schemaID), k), nil
 }
 
 func frameHead(sc *schemaCodec, schemaID int) []byte {

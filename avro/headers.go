@@ -8,15 +8,7 @@ import (
 // EncodeHeaderList returns the Avro binary datum of the ordered header list that the
 // HeadersEntry metadata entry carries (contract: "redrive extension: exact headers").
 func EncodeHeaderList(hs []Header) ([]byte, error) {
-	items := make([]any, len(hs))
-	for i, h := range hs {
-		items[i] = map[string]any{"name": h.Name, "value": optBytes(h.Value)}
-	}
-	b, err := mustBuiltin().headers.codec.BinaryFromNative(nil, items)
-	if err != nil {
-		return nil, fmt.Errorf("encode header list: %w", err)
-	}
-	return b, nil
+	return appendHeaderList(nil, Headers(hs)), nil
 }
 
 // DecodeHeaderList decodes the datum written by EncodeHeaderList. A nil value stays nil.

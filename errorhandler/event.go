@@ -195,7 +195,11 @@ func headerMap(hs []kafka.Header) map[string][]byte {
 			m[h.Key] = h.Value
 		}
 	}
-	m[avro.HeadersEntry] = appendHeaderList(nil, hs)
+	list := make([]avro.Header, len(hs))
+	for i, h := range hs {
+		list[i] = avro.Header{Name: h.Key, Value: h.Value}
+	}
+	m[avro.HeadersEntry], _ = avro.EncodeHeaderList(list)
 	return m
 }
 

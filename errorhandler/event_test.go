@@ -42,7 +42,7 @@ func TestEventEncodingMatchesTheAvroPackage(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, key := buildEvent(tc.msg, classifyFailure(nil, PhaseProcess, tc.err), "sys", "svc", [2]string{"e-1", "i-2"}, now, tc.info)
-			got, err := appendEvent(nil, ev, tc.msg.Headers)
+			got, err := appendEvent(nil, ev, &tc.msg.Headers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestEventEncodingMatchesTheAvroPackage(t *testing.T) {
 				wantKey = tc.info.ID
 			}
 			kb, _ := avro.MarshalKey(avro.Key{Key: wantKey})
-			if key != wantKey || !bytes.Equal(appendKey(nil, avro.Key{Key: key}), kb) {
+			if key != wantKey || !bytes.Equal(avro.AppendKey(nil, avro.Key{Key: key}), kb) {
 				t.Errorf("key %q, want %q", key, wantKey)
 			}
 		})
@@ -96,7 +96,7 @@ func TestHeadersKeptExactly(t *testing.T) {
 		t.Errorf("header map differs from avro.Metadata.SetHeaders:\n got %q\nwant %q", full.Payload.FailedMessageMetadata.Headers, ref.Headers)
 	}
 	// Several map entries: compare what a reader decodes.
-	b, err := appendEvent(nil, ev, hs)
+	b, err := appendEvent(nil, ev, &hs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func FuzzEventEncoding(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value, key []byte, hname string, hvalue []byte, msg, id string) {
 		m := testMessage(value, key, kafka.Header{Key: hname, Value: hvalue})
 		ev, _ := buildEvent(m, classifyFailure(nil, PhaseProcess, errors.New(msg)), "s", "svc", [2]string{"e", "i"}, time.UnixMilli(1), MessageInfo{ID: id})
-		b, err := appendEvent(nil, ev, m.Headers)
+		b, err := appendEvent(nil, ev, &m.Headers)
 		ev = eventWithHeaders(ev, m.Headers)
 		if err != nil {
 			t.Fatal(err)
@@ -315,7 +315,7 @@ func BenchmarkEncodeMPFE(b *testing.B) {
 		b.ReportAllocs()
 		buf := make([]byte, 0, 2048)
 		for range b.N {
-			if _, err := appendEvent(buf[:0], ev, msg.Headers); err != nil {
+			if _, err := appendEvent(buf[:0], ev, &msg.Headers); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -221,7 +221,7 @@ func (d *DeadLetterer) encode(b []byte, j *job) (out []byte, keyAt int, err erro
 	if err != nil {
 		return nil, 0, err
 	}
-	b, err = appendEvent(append(b, evHead...), &j.ev, j.msg.Headers)
+	b, err = appendEvent(append(b, evHead...), &j.ev, &j.msg.Headers)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -229,7 +229,7 @@ func (d *DeadLetterer) encode(b []byte, j *job) (out []byte, keyAt int, err erro
 		return nil, 0, fmt.Errorf("encode event: %w: %d bytes, limit %d", avro.ErrTooLarge, len(b), avro.DefaultMaxSize)
 	}
 	keyAt = len(b)
-	b = appendKey(append(b, keyHead...), avro.Key{Key: j.key})
+	b = avro.AppendKey(append(b, keyHead...), avro.Key{Key: j.key})
 	return b, keyAt, nil
 }
 
