@@ -10,33 +10,23 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/redrive/redrive/api"
 )
 
-// Role is what a principal may do. Roles are ordered: each includes the ones before it.
-type Role int
+// Role is what a principal may do: the API's roles, ordered so that each includes the ones
+// before it.
+type Role = api.Role
 
 // The roles.
 const (
 	// RoleViewer may browse.
-	RoleViewer Role = iota + 1
+	RoleViewer = api.RoleViewer
 	// RoleOperator may also retry and close failures and edit groups.
-	RoleOperator
-	// RoleAdmin may also administer tokens (through the API).
-	RoleAdmin
+	RoleOperator = api.RoleOperator
+	// RoleAdmin may do everything.
+	RoleAdmin = api.RoleAdmin
 )
-
-// String returns "viewer", "operator" or "admin".
-func (r Role) String() string {
-	switch r {
-	case RoleViewer:
-		return "viewer"
-	case RoleOperator:
-		return "operator"
-	case RoleAdmin:
-		return "admin"
-	}
-	return "none"
-}
 
 // Principal is an authenticated user or API client.
 type Principal struct {

@@ -48,14 +48,5 @@ func (x apiAuth) Proxy(r *http.Request) (Principal, bool, error) {
 }
 
 func principal(p api.Principal) Principal {
-	role := Role(0)
-	switch p.Role {
-	case api.RoleViewer:
-		role = RoleViewer
-	case api.RoleOperator:
-		role = RoleOperator
-	case api.RoleAdmin:
-		role = RoleAdmin
-	}
-	return Principal{Name: p.Name, Role: role}
+	return Principal{Name: p.Name, Role: p.Role}
 }
