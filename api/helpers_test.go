@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/api"
-	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/store"
 )
@@ -134,96 +133,23 @@ func doRequest(t testing.TB, h http.Handler, method, path, token string, body an
 }
 
 // row describes a failure row; zero fields get defaults.
-type row struct {
-	State            store.State
-	Temporality      avro.Temporality
-	Topic            string
-	ErrorCode        string
-	ErrorMessage     string
-	PublisherSystem  string
-	PublisherService string
-	MessageType      string
-	Causing          string
-	Attempt          int
-	Key              []byte
-	NullKey          bool
-	Value            []byte
-	HeaderNames      []string
-	HeaderValues     [][]byte
-	CreatedAt        time.Time
-}
+// row describes a failure to insert; see testkit.FailureRow for the defaults.
+type row = testkit.FailureRow
 
-// insert stores r (and its group) and returns its id.
+// insert stores r (and its group) and returns its id. API tests expect the original record at
+// partition 2, offset 42, and a CLOSED row closed "closed before".
 func (e *env) insert(r row) uuid.UUID {
 	e.t.Helper()
-	def := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
+	if r.Partition == 0 {
+		r.Partition = 2
 	}
-	if r.State == "" {
-		r.State = store.StatePermanent
+	if r.Offset == 0 {
+		r.Offset = 42
 	}
-	if r.Temporality == "" {
-		r.Temporality = avro.Permanent
+	if r.ClosedReason == "" {
+		r.ClosedReason = "closed before"
 	}
-	def(&r.Topic, "orders")
-	def(&r.ErrorCode, "DESERIALIZATION_FAILED")
-	def(&r.ErrorMessage, "cannot decode record")
-	def(&r.PublisherSystem, "shop")
-	def(&r.PublisherService, "order-service")
-	def(&r.MessageType, "OrderCreated")
-	id := uuid.New()
-	def(&r.Causing, "msg-"+id.String())
-	if r.Attempt == 0 {
-		r.Attempt = 1
-	}
-	if r.Key == nil && !r.NullKey {
-		r.Key = []byte("key-" + id.String()[:8])
-	}
-	if r.Value == nil {
-		r.Value = []byte(`{"order":1}`)
-	}
-	if r.HeaderNames == nil {
-		r.HeaderNames, r.HeaderValues = []string{}, [][]byte{}
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = time.Now()
-	}
-	var next *time.Time
-	if r.State == store.StateRetryPending {
-		n := r.CreatedAt.Add(time.Hour)
-		next = &n
-	}
-	var reason *string
-	if r.State == store.StateClosed {
-		s := "closed before"
-		reason = &s
-	}
-	ctx := context.Background()
-	var groupID int64
-	err := e.pool.QueryRow(ctx, `
-		INSERT INTO failure_groups (publisher_service, message_type, error_code) VALUES ($1, $2, $3)
-		ON CONFLICT (publisher_service, message_type, error_code, stack_trace_hash)
-		DO UPDATE SET last_seen = failure_groups.last_seen
-		RETURNING id`, r.PublisherService, r.MessageType, r.ErrorCode).Scan(&groupID)
-	if err != nil {
-		e.t.Fatalf("insert group: %v", err)
-	}
-	_, err = e.pool.Exec(ctx, `
-		INSERT INTO failures (id, state, temporality, error_code, error_message, event_id, idempotence_id,
-			event_created, publisher_system, publisher_service, original_topic, original_partition,
-			original_offset, original_key, original_value, header_names, header_values, message_type,
-			causing_message, attempt, next_attempt_at, closed_reason, group_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 2, 42, $12, $13, $14, $15, $16, $17, $18,
-			$19, $20, $21, $22)`,
-		id, r.State, r.Temporality, r.ErrorCode, r.ErrorMessage, uuid.NewString(), id.String(),
-		r.CreatedAt, r.PublisherSystem, r.PublisherService, r.Topic, r.Key, r.Value, r.HeaderNames,
-		r.HeaderValues, r.MessageType, r.Causing, r.Attempt, next, reason, groupID, r.CreatedAt)
-	if err != nil {
-		e.t.Fatalf("insert failure: %v", err)
-	}
-	return id
+	return testkit.InsertFailure(e.t, e.pool, r)
 }
 
 // seed inserts n failures in one statement, created one per millisecond from base in
