@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"golang.org/x/sync/errgroup"
@@ -194,11 +192,10 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 
 // migrateDSN applies the migrations to the database at dsn.
 func migrateDSN(ctx context.Context, dsn string) error {
-	pcfg, err := pgx.ParseConfig(dsn)
+	db, err := openSQL(dsn)
 	if err != nil {
 		return fmt.Errorf("database URL: %w", err)
 	}
-	db := stdlib.OpenDB(*pcfg)
 	defer db.Close()
 	if err := migrations.Up(ctx, db); err != nil {
 		return fmt.Errorf("migrate %s: %w", redactDSN(dsn), err)

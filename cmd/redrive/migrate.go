@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/redrive/redrive/migrations"
@@ -31,11 +32,10 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, "redrive migrate: REDRIVE_DATABASE_URL (-database-url) is required")
 		return errUsage
 	}
-	pcfg, err := pgx.ParseConfig(*dbURL)
+	db, err := openSQL(*dbURL)
 	if err != nil {
 		return fmt.Errorf("REDRIVE_DATABASE_URL: %w", err)
 	}
-	db := stdlib.OpenDB(*pcfg)
 	defer db.Close()
 
 	before, err := migrations.Version(ctx, db)
@@ -68,4 +68,14 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		_, err = fmt.Fprintf(stdout, "schema migrated from version %d to %d\n", before, after)
 	}
 	return err
+}
+
+// openSQL opens a database/sql handle on dsn. It accepts the same URL as `serve`, pool_*
+// parameters included (they configure serve's pool and are not sent to the server).
+func openSQL(dsn string) (*sql.DB, error) {
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return stdlib.OpenDB(*pcfg.ConnConfig), nil
 }

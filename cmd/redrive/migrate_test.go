@@ -49,7 +49,8 @@ func TestMigrateConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var out, errOut bytes.Buffer
-			errs[i] = runMigrate(context.Background(), []string{"-database-url", db.DSN}, &out, &errOut)
+			// serve's URL, pool parameters included, works for migrate too.
+			errs[i] = runMigrate(context.Background(), []string{"-database-url", db.DSN + "&pool_max_conns=3"}, &out, &errOut)
 		}()
 	}
 	wg.Wait()

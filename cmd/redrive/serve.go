@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/intake"
 	"github.com/redrive/redrive/migrations"
 	"github.com/redrive/redrive/store"
@@ -112,15 +113,21 @@ func (s *service) build(ctx context.Context) error {
 	s.store = st
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	codec, err := newCLICodec(s.cfg.SchemaRegistryURL, s.cfg.MaxEventSize)
+	registry, err := s.registryClient()
 	if err != nil {
-		return fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %w", err)
+		return err
+	}
+	codec, err := avro.NewCodec(avro.Config{Registry: registry, MaxSize: s.cfg.MaxEventSize})
+	if err != nil {
+		return err
 	}
 	in, err := intake.New(intake.Config{
 		Store:           st,
 		NextAttempt:     s.cfg.Operators.backoff().Next,
 		Codec:           codec,
 		Bootstrap:       s.cfg.KafkaBootstrap,
+		ConsumerConfig:  s.cfg.KafkaConfig,
+		ProducerConfig:  s.cfg.KafkaConfig,
 		Topic:           s.cfg.ErrorTopic,
 		DeadLetterTopic: s.cfg.DLTTopic,
 		GroupID:         s.cfg.GroupID,
@@ -149,12 +156,6 @@ func (s *service) build(ctx context.Context) error {
 		readyCheck{name: "intake", check: func(context.Context) error { return in.Ready() }},
 	)
 
-	var registry schemaregistry.Client
-	if s.cfg.SchemaRegistryURL != "" {
-		if registry, err = schemaregistry.NewClient(schemaregistry.NewConfig(s.cfg.SchemaRegistryURL)); err != nil {
-			return fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %w", err)
-		}
-	}
 	if err := s.buildOperators(ctx, registry); err != nil {
 		return err
 	}
@@ -166,6 +167,22 @@ func (s *service) build(ctx context.Context) error {
 	})
 	s.mux.HandleFunc("GET /readyz", s.handleReady)
 	return nil
+}
+
+// registryClient returns the schema registry client of the configuration, or nil without one.
+func (s *service) registryClient() (schemaregistry.Client, error) {
+	if s.cfg.SchemaRegistryURL == "" {
+		return nil, nil
+	}
+	conf := schemaregistry.NewConfig(s.cfg.SchemaRegistryURL)
+	if user, pass, ok := strings.Cut(s.cfg.SchemaRegistryAuth, ":"); ok {
+		conf = schemaregistry.NewConfigWithBasicAuthentication(s.cfg.SchemaRegistryURL, user, pass)
+	}
+	reg, err := schemaregistry.NewClient(conf)
+	if err != nil {
+		return nil, fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %w", err)
+	}
+	return reg, nil
 }
 
 // handleReady answers 200 when every readiness check passes, else 503 naming the failed ones.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"io"
 	"log/slog"
 	"strconv"
@@ -22,7 +23,11 @@ type serveConfig struct {
 	DLTTopic          string
 	GroupID           string
 	SchemaRegistryURL string
-	HTTPAddr          string
+	// SchemaRegistryAuth is "user:password" for the registry's basic authentication.
+	SchemaRegistryAuth string
+	// KafkaConfig holds extra librdkafka settings for every Kafka client of the service.
+	KafkaConfig kafka.ConfigMap
+	HTTPAddr    string
 
 	BatchSize            int
 	BatchWait            time.Duration
@@ -126,6 +131,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	dltTopic := ef.String("dlt-topic", "REDRIVE_DLT_TOPIC", "", "the service's own dead-letter topic for records that are not valid events (required, not the error topic)")
 	groupID := ef.String("group-id", "REDRIVE_GROUP_ID", intake.DefaultGroupID, "Kafka consumer group of the intake")
 	registry := ef.String("schema-registry-url", "REDRIVE_SCHEMA_REGISTRY_URL", "", "schema registry URL; without it, dead-letter events use Avro single-object encoding and Confluent-framed events decode with the built-in schema")
+	registryAuth := ef.String("schema-registry-auth", "REDRIVE_SCHEMA_REGISTRY_AUTH", "", "user:password for the schema registry's basic authentication")
+	kafkaConfig := ef.String("kafka-config", "REDRIVE_KAFKA_CONFIG", "", "extra librdkafka settings for every Kafka client, comma-separated key=value (e.g. security.protocol=SASL_SSL,sasl.mechanism=PLAIN,sasl.username=u,sasl.password=p)")
 	httpAddr := ef.String("http-addr", "REDRIVE_HTTP_ADDR", ":8080", "listen address of /metrics, /healthz, /readyz (and the API and UI)")
 	batchSize := ef.Int("batch-size", "REDRIVE_INTAKE_BATCH_SIZE", intake.DefaultBatchSize, "most records the intake writes in one transaction")
 	batchWait := ef.Duration("batch-wait", "REDRIVE_INTAKE_BATCH_WAIT", intake.DefaultBatchWait, "longest wait for more records after the first of a batch")
@@ -151,7 +158,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 
 	cfg := serveConfig{
 		DatabaseURL: *dbURL, KafkaBootstrap: *bootstrap, ErrorTopic: *errorTopic, DLTTopic: *dltTopic,
-		GroupID: *groupID, SchemaRegistryURL: *registry, HTTPAddr: *httpAddr,
+		GroupID: *groupID, SchemaRegistryURL: *registry, SchemaRegistryAuth: *registryAuth, HTTPAddr: *httpAddr,
 		BatchSize: *batchSize, BatchWait: *batchWait, Writers: *writers, MaxEventSize: *maxSize,
 		StateMetricsInterval: *statsEvery, ShutdownTimeout: *shutdown, LogFormat: *logFormat,
 	}
@@ -169,6 +176,14 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	if cfg.ErrorTopic != "" && cfg.ErrorTopic == cfg.DLTTopic {
 		bad("dlt-topic", "is the error topic %q: a bad record would loop forever; use a topic of its own", cfg.ErrorTopic)
+	}
+	if kc, err := parseKafkaConfig(*kafkaConfig); err != nil {
+		bad("kafka-config", "%v", err)
+	} else {
+		cfg.KafkaConfig = kc
+	}
+	if cfg.SchemaRegistryAuth != "" && !strings.Contains(cfg.SchemaRegistryAuth, ":") {
+		bad("schema-registry-auth", "wants user:password")
 	}
 	if cfg.BatchSize < 1 || cfg.BatchSize > intake.MaxBatchSize {
 		bad("batch-size", "is %d, want 1 to %d", cfg.BatchSize, intake.MaxBatchSize)
@@ -202,6 +217,30 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return serveConfig{}, errUsage
 	}
 	return cfg, nil
+}
+
+// parseKafkaConfig parses comma-separated key=value librdkafka settings. The settings that
+// redrive owns (bootstrap, group, commits, acks, idempotence) cannot be set there.
+func parseKafkaConfig(spec string) (kafka.ConfigMap, error) {
+	cm := kafka.ConfigMap{}
+	owned := map[string]bool{"bootstrap.servers": true, "group.id": true, "enable.auto.commit": true,
+		"enable.auto.offset.store": true, "acks": true, "enable.idempotence": true}
+	for _, kv := range strings.Split(spec, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		if owned[k] {
+			return nil, fmt.Errorf("%s is set by redrive itself", k)
+		}
+		cm[k] = strings.TrimSpace(v)
+	}
+	return cm, nil
 }
 
 // indent puts each line of err's message on its own indented line.

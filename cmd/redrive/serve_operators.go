@@ -181,7 +181,7 @@ func (s *service) buildOperators(_ context.Context, registry schemaregistry.Clie
 		hk.Interval = -1
 	}
 	rcfg := resend.Config{
-		Store: s.store, Brokers: s.cfg.KafkaBootstrap, ServiceName: oc.ServiceName,
+		Store: s.store, Brokers: s.cfg.KafkaBootstrap, Producer: s.cfg.KafkaConfig, ServiceName: oc.ServiceName,
 		Interval: oc.ResendInterval, BatchSize: oc.ResendBatch, Concurrency: oc.ResendConcurrency,
 		Backoff: oc.backoff(), ManualRate: oc.ManualRate, Housekeeping: hk,
 		Logger: s.log, Registerer: s.registry,
