@@ -12,6 +12,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/kafkalog"
 )
 
 // Policy says what happens to a record that failed in a phase.
@@ -153,6 +154,7 @@ func (c *DeadLetterConfig) producerConfig() kafka.ConfigMap {
 		"message.timeout.ms":        30000,
 		"message.max.bytes":         avro.DefaultMaxSize + 64<<10,
 		"go.delivery.report.fields": "none",
+		kafkalog.Enable:             true,
 	}
 	for k, v := range c.ProducerConfig {
 		cfg[k] = v
@@ -318,6 +320,7 @@ func (c *Config[K, V]) consumerConfig() kafka.ConfigMap {
 		"group.id":          c.GroupID,
 		"client.id":         "redrive-errorhandler",
 		"auto.offset.reset": "earliest",
+		kafkalog.Enable:     true,
 	}
 	for k, v := range c.ConsumerConfig {
 		cfg[k] = v

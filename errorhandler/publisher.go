@@ -15,6 +15,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/kafkalog"
 )
 
 // ErrClosed is returned for MPFEs submitted to a DeadLetterer that is closing.
@@ -98,6 +99,7 @@ func (d *DeadLetterer) newProducer() (*kafka.Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new producer: %w", err)
 	}
+	kafkalog.Forward(d.log, "dead-letter producer", p.Logs())
 	d.prodWG.Add(1)
 	go d.eventLoop(p)
 	return p, nil

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/redrive/redrive/internal/kafkalog"
 )
 
 // Tuning of the poll loop.
@@ -107,6 +109,7 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 		return fmt.Errorf("run: new consumer: %w", err)
 	}
 	r.consumer = c
+	kafkalog.Forward(r.log, "consumer", c.Logs())
 	if err := c.SubscribeTopics(r.cfg.Topics, r.rebalance); err != nil {
 		_ = c.Close()
 		r.closeDeadLetterer()

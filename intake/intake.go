@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/redrive/redrive/internal/kafkalog"
 )
 
 // Intake consumes the error topic into the store. Create it with New and run it with Run.
@@ -251,29 +253,8 @@ func (in *Intake) producerConfig() *kafka.ConfigMap {
 	return &cm
 }
 
-// forwardLogs sends librdkafka's logs to the logger until logs is closed (by the client's
-// Close); the returned func waits for that.
 func (in *Intake) forwardLogs(client string, logs chan kafka.LogEvent) func() {
-	if logs == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range logs {
-			level := slog.LevelDebug
-			switch {
-			case ev.Level <= 3:
-				level = slog.LevelError
-			case ev.Level == 4:
-				level = slog.LevelWarn
-			case ev.Level <= 6:
-				level = slog.LevelInfo
-			}
-			in.log.Log(context.Background(), level, ev.Message, "librdkafka", client, "tag", ev.Tag)
-		}
-	}()
-	return func() { <-done }
+	return kafkalog.Forward(in.log, client, logs)
 }
 
 // backoff doubles a delay from RetryMin up to RetryMax.
