@@ -173,9 +173,6 @@ func (s *service) buildOperators(_ context.Context, registry schemaregistry.Clie
 	if err != nil {
 		return err
 	}
-	if oc.InsecureNoAuth && !auth.Enabled() {
-		s.log.Warn("INSECURE: the API and UI run without authentication (--insecure-no-auth); everyone is an admin")
-	}
 	hk := resend.HousekeepingConfig{Interval: oc.HousekeepingInterval, ResolvedAge: oc.ResolvedRetention, PermanentAge: oc.PermanentRetention}
 	if oc.HousekeepingInterval == 0 {
 		hk.Interval = -1
