@@ -98,6 +98,27 @@ func benchResend(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("%-5s %12.0f %12.0f %7.2f %12.0f %7.2f\n", "med", resendMedian(plains), resendMedian(ackeds),
 		resendMedian(ackRatios), resendMedian(markeds), resendMedian(markRatios))
+	if *timings {
+		return resendUpdateStats(ctx, pool)
+	}
+	return nil
+}
+
+// resendUpdateStats prints how many updates of the failures table were HOT (wrote no index
+// entry) over all the runs, warm-up included: claims (lease writes) and marks. Backends report
+// their statistics within about a second of going idle, so it waits that long first.
+func resendUpdateStats(ctx context.Context, pool *pgxpool.Pool) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(1500 * time.Millisecond):
+	}
+	var upd, hot int64
+	if err := pool.QueryRow(ctx, `
+		SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'failures'`).Scan(&upd, &hot); err != nil {
+		return fmt.Errorf("update statistics: %w", err)
+	}
+	fmt.Printf("failures updates: %d, of which HOT: %d (%.0f %%)\n", upd, hot, 100*float64(hot)/float64(max(upd, 1)))
 	return nil
 }
 
