@@ -97,7 +97,7 @@ func (r *Resender) MaxIDs() int { return r.s.cfg.MaxManualIDs }
 // ErrInvalidRequest, with nothing done, when the principal is empty or there are more ids than
 // MaxIDs, and ErrClosed once the scheduler's Run has returned.
 func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualRequest) (ManualResult, error) {
-	ids = uniqueIDs(ids)
+	ids = store.DistinctIDs(ids)
 	switch {
 	case req.Principal == "":
 		return ManualResult{}, fmt.Errorf("%w: a principal is required", ErrInvalidRequest)
@@ -266,16 +266,4 @@ func summarize(items []ItemResult) ManualResult {
 		}
 	}
 	return res
-}
-
-func uniqueIDs(ids []uuid.UUID) []uuid.UUID {
-	seen := make(map[uuid.UUID]struct{}, len(ids))
-	out := make([]uuid.UUID, 0, len(ids))
-	for _, id := range ids {
-		if _, ok := seen[id]; !ok {
-			seen[id] = struct{}{}
-			out = append(out, id)
-		}
-	}
-	return out
 }

@@ -62,7 +62,7 @@ type CloseResult struct {
 // that no resend holds becomes CLOSED with the reason, the principal and the time, and gets an
 // audit log entry, in one transaction. It returns one result per distinct id, in request order.
 func (s *Store) CloseFailures(ctx context.Context, req CloseRequest) ([]CloseResult, error) {
-	ids := distinctIDs(req.IDs)
+	ids := DistinctIDs(req.IDs)
 	switch {
 	case req.Principal == "":
 		return nil, errors.New("close failures: a principal is required")
@@ -79,36 +79,23 @@ func (s *Store) CloseFailures(ctx context.Context, req CloseRequest) ([]CloseRes
 	}
 	now := s.now()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Lock in id order, as the resend claims do, so that concurrent actions cannot deadlock.
-		rows, err := tx.Query(ctx, `SELECT id, state, lease_until FROM failures WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		locked, err := lockForAction(ctx, tx, ids, now)
 		if err != nil {
 			return err
 		}
 		var closable []uuid.UUID
-		for rows.Next() {
-			var (
-				id    uuid.UUID
-				state State
-				lease *time.Time
-			)
-			if err := rows.Scan(&id, &state, &lease); err != nil {
-				rows.Close()
-				return err
-			}
-			r := index[id]
-			r.State = state
+		for _, f := range locked {
+			r := index[f.ID]
+			r.State = f.State
 			switch {
-			case !state.Closable():
-				r.Outcome, r.Detail = CloseConflict, (&TransitionError{ID: id, From: state, Action: "close"}).Error()
-			case lease != nil && lease.After(now):
+			case !f.State.Closable():
+				r.Outcome, r.Detail = CloseConflict, (&TransitionError{ID: f.ID, From: f.State, Action: "close"}).Error()
+			case f.Leased:
 				r.Outcome, r.Detail = CloseConflict, "a resend of this failure is in progress"
 			default:
 				r.Outcome, r.Detail = CloseClosed, ""
-				closable = append(closable, id)
+				closable = append(closable, f.ID)
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
 		}
 		if len(closable) == 0 {
 			return nil
@@ -192,8 +179,8 @@ func (s *Store) ActionStates(ctx context.Context, ids []uuid.UUID, now time.Time
 	return out, nil
 }
 
-// distinctIDs returns ids without duplicates, keeping the first occurrence of each.
-func distinctIDs(ids []uuid.UUID) []uuid.UUID {
+// DistinctIDs returns ids without duplicates, keeping the first occurrence of each.
+func DistinctIDs(ids []uuid.UUID) []uuid.UUID {
 	seen := make(map[uuid.UUID]struct{}, len(ids))
 	out := make([]uuid.UUID, 0, len(ids))
 	for _, id := range ids {

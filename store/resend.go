@@ -172,38 +172,25 @@ func (s *Store) ClaimResends(ctx context.Context, owner string, ids []uuid.UUID,
 	refused := make(map[uuid.UUID]Refusal)
 	var claimed []ResendItem
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT id, state, lease_until FROM failures WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		locked, err := lockForAction(ctx, tx, ids, now)
 		if err != nil {
 			return err
 		}
 		var claim []uuid.UUID
-		for rows.Next() {
-			var (
-				id         uuid.UUID
-				state      State
-				leaseUntil *time.Time
-			)
-			if err := rows.Scan(&id, &state, &leaseUntil); err != nil {
-				rows.Close()
-				return err
-			}
+		for _, f := range locked {
 			switch {
-			case !state.Resendable():
-				refused[id] = Refusal{State: state}
-			case leaseUntil != nil && leaseUntil.After(now):
-				refused[id] = Refusal{State: state, InProgress: true}
+			case !f.State.Resendable():
+				refused[f.ID] = Refusal{State: f.State}
+			case f.Leased:
+				refused[f.ID] = Refusal{State: f.State, InProgress: true}
 			default:
-				claim = append(claim, id)
+				claim = append(claim, f.ID)
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return err
 		}
 		if len(claim) == 0 {
 			return nil
 		}
-		rows, err = tx.Query(ctx, `
+		rows, err := tx.Query(ctx, `
 			UPDATE failures f SET lease_owner = $2, lease_until = $3
 			WHERE f.id = ANY($1)
 			RETURNING `+resendItemColumns, claim, owner, leaseUntil)
