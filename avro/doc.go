@@ -7,13 +7,16 @@
 // schema's Parsing Canonical Form, the datum) when no registry is configured. [Codec.DecodeEvent]
 // accepts both framings.
 //
-// Every decoding failure is a [*DecodeError] that names the check which failed (see [Check]) and
-// wraps one of the sentinel errors, so callers can branch with errors.Is.
+// Events are written field by field by [AppendEvent] (fast, no intermediate maps) and read by
+// goavro after a guard walk over the datum that refuses hostile block counts before goavro could
+// preallocate for them. Every decoding failure is a [*DecodeError] that names the check which
+// failed (see [Check]) and wraps one of the sentinel errors, so callers can branch with
+// errors.Is.
 //
 // A minimal round trip:
 //
 //	codec, err := avro.NewCodec(avro.Config{})
 //	if err != nil { ... }
-//	b, err := codec.EncodeEvent(ctx, "errors", &event)
-//	decoded, err := codec.DecodeEvent(ctx, b)
+//	b, err := codec.EncodeEvent("errors", &event)
+//	decoded, err := codec.DecodeEvent("errors", b)
 package avro
