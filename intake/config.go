@@ -21,8 +21,10 @@ const (
 	DefaultRetryMin        = 100 * time.Millisecond
 	DefaultRetryMax        = 5 * time.Second
 	DefaultShutdownTimeout = 10 * time.Second
-	DefaultWriteTimeout    = 30 * time.Second
-	DefaultWriters         = 2
+	// DefaultKafkaCheckInterval is the default of Config.KafkaCheckInterval.
+	DefaultKafkaCheckInterval = 15 * time.Second
+	DefaultWriteTimeout       = 30 * time.Second
+	DefaultWriters            = 2
 	// MaxWriters bounds Config.Writers.
 	MaxWriters              = 64
 	DefaultPublisherSystem  = "redrive"
@@ -76,6 +78,9 @@ type Config struct {
 	// ShutdownTimeout bounds how long Run finishes the batch in flight after its context ends.
 	// Defaults to DefaultShutdownTimeout (10s).
 	ShutdownTimeout time.Duration
+	// KafkaCheckInterval is how often the intake asks the brokers for the error topic's metadata
+	// to report on Ready whether Kafka is reachable. Defaults to DefaultKafkaCheckInterval (15s).
+	KafkaCheckInterval time.Duration
 
 	// PublisherSystem and PublisherService name the publisher of the dead-letter events.
 	// Default to "redrive" and "redrive-intake".
@@ -121,6 +126,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.KafkaCheckInterval == 0 {
+		c.KafkaCheckInterval = DefaultKafkaCheckInterval
 	}
 	if c.PublisherSystem == "" {
 		c.PublisherSystem = DefaultPublisherSystem
@@ -178,6 +186,9 @@ func (c Config) validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		bad("ShutdownTimeout %s is negative", c.ShutdownTimeout)
+	}
+	if c.KafkaCheckInterval < 0 {
+		bad("KafkaCheckInterval %s is negative", c.KafkaCheckInterval)
 	}
 	for _, k := range []string{"enable.auto.commit", "group.id", "bootstrap.servers"} {
 		if _, ok := c.ConsumerConfig[k]; ok {

@@ -24,6 +24,7 @@ type Intake struct {
 	storeErr      atomic.Pointer[error] // last failed write while it is retried
 	deadLetterErr atomic.Pointer[error] // last unacknowledged dead-letter event while retried
 	decodeErr     atomic.Pointer[error] // last transient decoding failure while retried
+	kafkaErr      atomic.Pointer[error] // last failed metadata request to the brokers
 
 	// polled, when set, is called with the size of the batch being collected after each
 	// record polled (tests use it to stop the intake with a batch in flight).
@@ -61,7 +62,35 @@ func (in *Intake) Ready() error {
 	if p := in.decodeErr.Load(); p != nil {
 		return fmt.Errorf("intake cannot reach the schema registry: %w", *p)
 	}
+	if p := in.kafkaErr.Load(); p != nil {
+		return fmt.Errorf("intake cannot reach the Kafka brokers: %w", *p)
+	}
 	return nil
+}
+
+// watchKafka asks the brokers for the error topic's metadata every KafkaCheckInterval until
+// stop is closed, and keeps the last failure for Ready: an idle intake cut off from Kafka says
+// so too.
+func (in *Intake) watchKafka(cons *kafka.Consumer, stop <-chan struct{}) {
+	t := time.NewTicker(in.cfg.KafkaCheckInterval)
+	defer t.Stop()
+	topic := in.cfg.Topic
+	for {
+		timeout := min(in.cfg.KafkaCheckInterval, 10*time.Second)
+		if _, err := cons.GetMetadata(&topic, false, int(timeout/time.Millisecond)); err != nil {
+			if in.kafkaErr.Load() == nil {
+				in.log.Warn("Kafka brokers unreachable", "error", err)
+			}
+			in.kafkaErr.Store(&err)
+		} else if in.kafkaErr.Swap(nil) != nil {
+			in.log.Info("Kafka brokers reachable again")
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Run consumes the error topic until ctx ends, then finishes the batch in flight (within
@@ -75,6 +104,7 @@ func (in *Intake) Run(ctx context.Context) error {
 	in.storeErr.Store(nil)
 	in.deadLetterErr.Store(nil)
 	in.decodeErr.Store(nil)
+	in.kafkaErr.Store(nil)
 
 	cons, err := kafka.NewConsumer(in.consumerConfig())
 	if err != nil {
@@ -97,7 +127,14 @@ func (in *Intake) Run(ctx context.Context) error {
 			}
 		}
 	}()
+	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		in.watchKafka(cons, stopWatch)
+	}()
 	defer func() {
+		close(stopWatch)
+		<-watchDone
 		prod.Close()
 		<-producerEvents
 		stopProducerLogs()
