@@ -14,6 +14,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/redrive/redrive/internal/kafkalog"
 	"github.com/redrive/redrive/store"
 )
 
@@ -296,7 +297,7 @@ func (c Config) producerConfig() kafka.ConfigMap {
 		"linger.ms":                 int(c.Linger.Milliseconds()),
 		"partitioner":               c.Partitioner,
 		"go.delivery.report.fields": "none",
-		"go.logs.channel.enable":    false,
+		kafkalog.Enable:             true,
 	}
 	if c.Brokers != "" {
 		cfg["bootstrap.servers"] = c.Brokers

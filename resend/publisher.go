@@ -11,6 +11,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/kafkalog"
 	"github.com/redrive/redrive/store"
 )
 
@@ -65,6 +66,7 @@ func (p *publisher) open() error {
 	if err != nil {
 		return fmt.Errorf("new resend producer: %w", err)
 	}
+	kafkalog.Forward(p.log, "resend producer", prod.Logs())
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
