@@ -182,13 +182,8 @@ func (h *handler) getFailure(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
 		return
 	}
-	d, err := h.cfg.Backend.Failure(r.Context(), id)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
-		return
-	case err != nil:
-		h.serverError(w, r, "get failure", err)
+	d, ok := h.loadFailure(w, r, id)
+	if !ok {
 		return
 	}
 	max := h.cfg.MaxPayloadView
@@ -208,6 +203,21 @@ func (h *handler) getFailure(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "failure", "Failure "+d.ID.String(), p)
 }
 
+// loadFailure reads the failure with id, or answers the request with 404 or 500 and reports
+// false.
+func (h *handler) loadFailure(w http.ResponseWriter, r *http.Request, id uuid.UUID) (*FailureDetail, bool) {
+	d, err := h.cfg.Backend.Failure(r.Context(), id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
+		return nil, false
+	case err != nil:
+		h.serverError(w, r, "get failure", err)
+		return nil, false
+	}
+	return d, true
+}
+
 // getPayload sends a failure's key or value, whole, as a download.
 func (h *handler) getPayload(w http.ResponseWriter, r *http.Request) {
 	part := r.PathValue("part")
@@ -216,13 +226,8 @@ func (h *handler) getPayload(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusNotFound, "There is no page here.")
 		return
 	}
-	d, err := h.cfg.Backend.Failure(r.Context(), id)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
-		return
-	case err != nil:
-		h.serverError(w, r, "get failure", err)
+	d, ok := h.loadFailure(w, r, id)
+	if !ok {
 		return
 	}
 	b := d.Value
