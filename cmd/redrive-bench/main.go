@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -89,7 +90,15 @@ func scratchDatabase(ctx context.Context, serverURL string) (*pgxpool.Pool, func
 		drop()
 		return nil, nil, err
 	}
-	pool, err := pgxpool.New(ctx, u.String())
+	pcfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	if !strings.Contains(serverURL, "pool_max_conns") {
+		pcfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		drop()
 		return nil, nil, err

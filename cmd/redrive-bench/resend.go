@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -37,8 +43,8 @@ func benchResend(ctx context.Context, args []string) error {
 		dbURL       = fs.String("database-url", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 			"PostgreSQL server whose user may CREATE DATABASE; a scratch database is created and dropped (env DATABASE_URL)")
 		brokers    = fs.String("brokers", "", "Kafka bootstrap servers; empty starts an in-process kfake cluster")
-		fillfactor = fs.Int("fillfactor", 0, "set the failures table's fillfactor before the runs (0 keeps the migrations' 70; 100 shows the cost of claims that are not HOT updates)")
-		timings    = fs.Bool("timings", false, "print the scheduler's claim and send histograms after each run")
+		fillfactor = fs.Int("fillfactor", 0, "set the failures table's fillfactor before the runs (0 keeps the table's, 100 by default)")
+		timings    = fs.Bool("timings", false, "print CPU times and the scheduler's claim, load, send and mark histograms after each run")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -83,15 +89,12 @@ func benchResend(ctx context.Context, args []string) error {
 	fmt.Printf("%-5s %12s %12s %7s %12s %7s\n", "run", "plain rec/s", "acked rec/s", "ratio", "marked rec/s", "ratio")
 	var plains, ackeds, markeds, ackRatios, markRatios []float64
 	for r := 1; r <= *runs; r++ {
-		plain, err := resendPlainProducer(bootstrap, "bench-plain", *n, *valueSize, r)
+		res, err := resendScheduler(ctx, pool, st, bootstrap, "bench-resend", *n, *valueSize, r, *batch, *concurrency, *timings,
+			func() (time.Duration, error) { return resendPlainProducer(bootstrap, "bench-plain", *n, *valueSize, r) })
 		if err != nil {
 			return err
 		}
-		res, err := resendScheduler(ctx, pool, st, bootstrap, "bench-resend", *n, *valueSize, r, *batch, *concurrency, *timings)
-		if err != nil {
-			return err
-		}
-		pr, ar, mr := float64(*n)/plain.Seconds(), float64(*n)/res.acked.Seconds(), float64(*n)/res.marked.Seconds()
+		pr, ar, mr := float64(*n)/res.plain.Seconds(), float64(*n)/res.acked.Seconds(), float64(*n)/res.marked.Seconds()
 		plains, ackeds, markeds = append(plains, pr), append(ackeds, ar), append(markeds, mr)
 		ackRatios, markRatios = append(ackRatios, ar/pr), append(markRatios, mr/pr)
 		fmt.Printf("%-5d %12.0f %12.0f %7.2f %12.0f %7.2f\n", r, pr, ar, ar/pr, mr, mr/pr)
@@ -198,16 +201,24 @@ func resendPlainProducer(bootstrap, topic string, n, valueSize, run int) (time.D
 	return time.Since(start), nil
 }
 
-// resendTimes are the durations of a bulk resend, from the moment the failures are due.
+// resendTimes are the durations of one run: the plain producer's, and those of the bulk resend
+// from the moment the failures are due.
 type resendTimes struct {
-	acked  time.Duration // until the broker acknowledged every record
+	plain  time.Duration // the plain producer, until its last acknowledgement
+	acked  time.Duration // until the broker acknowledged every resent record
 	marked time.Duration // until every failure is marked RESENT
 }
 
-// resendScheduler runs a Scheduler until the n due failures are resent and returns the time
-// until every record was acknowledged and until every failure was marked RESENT.
-func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, bootstrap, topic string, n, valueSize, run, batch, concurrency int, timings bool) (resendTimes, error) {
+// resendScheduler stores n failures that are due in an hour, starts a Scheduler, and measures
+// plain (the plain producer) and then the bulk resend: the scheduler's clock jumps an hour ahead,
+// and it returns the times until every record was acknowledged and until every failure was
+// marked RESENT. Both sides start from the same quiet database: the stored failures are
+// vacuumed and checkpointed first (as failures are, in the time between their failure and their
+// resend), so neither side pays for the work that the previous run left to autovacuum.
+func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, bootstrap, topic string, n, valueSize, run, batch, concurrency int, timings bool, plain func() (time.Duration, error)) (resendTimes, error) {
 	reg := prometheus.NewRegistry()
+	var ahead atomic.Int64 // nanoseconds added to the scheduler's clock
+	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 	s, err := resend.New(resend.Config{
 		Store:        st,
 		Brokers:      bootstrap,
@@ -218,6 +229,7 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 		Housekeeping: resend.HousekeepingConfig{Interval: -1},
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Registerer:   reg,
+		Now:          clock,
 	})
 	if err != nil {
 		return resendTimes{}, err
@@ -272,18 +284,26 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 		}
 		return nil
 	}
-	if err := resendInsertDue(ctx, pool, topic, fmt.Sprintf("w%d", run), resendWarmup, valueSize); err != nil {
+	if err := resendInsertDue(ctx, pool, topic, fmt.Sprintf("r%d", run), n, valueSize, time.Hour); err != nil {
+		return resendTimes{}, err
+	}
+	if err := resendInsertDue(ctx, pool, topic, fmt.Sprintf("w%d", run), resendWarmup, valueSize, 0); err != nil {
 		return resendTimes{}, err
 	}
 	if err := wait(resent, resendWarmup); err != nil {
 		return resendTimes{}, err
 	}
-	if err := resendInsertDue(ctx, pool, topic, fmt.Sprintf("r%d", run), n, valueSize); err != nil {
-		return resendTimes{}, err
+	var el resendTimes
+	if err := resendQuiesce(ctx, pool); err != nil {
+		return el, err
+	}
+	if el.plain, err = plain(); err != nil {
+		return el, err
 	}
 	before := resendHistograms(reg)
-	start := time.Now() // the failures are due from now on
-	var el resendTimes
+	cpu0 := resendCPU(ctx, pool)
+	start := time.Now()
+	ahead.Store(int64(time.Hour + time.Second)) // the failures are due from now on
 	if err := wait(acked, resendWarmup+n); err != nil {
 		return el, err
 	}
@@ -293,6 +313,9 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 	}
 	el.marked = time.Since(start)
 	if timings {
+		cpu1 := resendCPU(ctx, pool)
+		fmt.Printf("  cpu during the resend: this process %.2f s, its database backends %.2f s, wall %.2f s\n",
+			(cpu1.self - cpu0.self).Seconds(), (cpu1.backends - cpu0.backends).Seconds(), el.marked.Seconds())
 		// Only what the run itself did: the idle rounds before it are subtracted.
 		after := resendHistograms(reg)
 		names := make([]string, 0, len(after))
@@ -328,8 +351,17 @@ func resendHistograms(reg *prometheus.Registry) map[string]resendHistogram {
 	return out
 }
 
-// resendInsertDue stores n RETRY_PENDING failures due now whose originals are like the plain records.
-func resendInsertDue(ctx context.Context, pool *pgxpool.Pool, topic, label string, n, valueSize int) error {
+// resendQuiesce vacuums and analyzes the failures table and writes a checkpoint.
+func resendQuiesce(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) failures`); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	return nil
+}
+
+// resendInsertDue stores n RETRY_PENDING failures due in the given time, whose originals are
+// like the plain records.
+func resendInsertDue(ctx context.Context, pool *pgxpool.Pool, topic, label string, n, valueSize int, in time.Duration) error {
 	var groupID int64
 	if err := pool.QueryRow(ctx, `
 		INSERT INTO failure_groups (publisher_service, error_code) VALUES ('bench-service', 'TIMEOUT')
@@ -351,8 +383,8 @@ func resendInsertDue(ctx context.Context, pool *pgxpool.Pool, topic, label strin
 			now(), 'bench', 'bench-service', $1, 0, i,
 			convert_to('key-' || $5::text || '-' || i, 'UTF8'),
 			convert_to(rpad('v' || $5::text || '-' || i, $3, 'x'), 'UTF8'),
-			$6, $7, 'bench-' || $5::text || '-' || i, 1, now() - interval '1 second', $4
-		FROM generate_series(1, $2) AS i`, topic, n, valueSize, groupID, label, names, values)
+			$6, $7, 'bench-' || $5::text || '-' || i, 1, $8::timestamptz, $4
+		FROM generate_series(1, $2) AS i`, topic, n, valueSize, groupID, label, names, values, time.Now().Add(in-time.Second))
 	if err != nil {
 		return fmt.Errorf("insert %d failures: %w", n, err)
 	}
@@ -366,4 +398,41 @@ func resendMedian(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// resendCPUTimes are CPU times (user + system) consumed so far.
+type resendCPUTimes struct {
+	self     time.Duration // by this process
+	backends time.Duration // by the database's backends that are connected now (Linux, same host)
+}
+
+// resendCPU reads the CPU times of this process and of the database's backends from /proc. A
+// backend it cannot read counts 0.
+func resendCPU(ctx context.Context, pool *pgxpool.Pool) resendCPUTimes {
+	var out resendCPUTimes
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		out.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		return out
+	}
+	pids, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name, which is in parentheses: utime and stime are the
+		// 12th and 13th of them, in clock ticks (100 per second on Linux).
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out.backends += time.Duration(u+st) * 10 * time.Millisecond
+	}
+	return out
 }
