@@ -161,3 +161,80 @@ func TestLatestMatchesFiles(t *testing.T) {
 		t.Errorf("Latest() = %d, want %d (one per numbered file, no gaps)", migrations.Latest(), n)
 	}
 }
+
+// Migration 006 turns the leases of an older version that are still running into claims, and
+// its down migration turns live claims back into leases.
+func TestResendClaimsMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testkit.EmptyPostgres(t).OpenSQL(t)
+	p, err := goose.NewProvider(goose.DialectPostgres, db, os.DirFS("."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	insert := func(owner *string, until string) string {
+		t.Helper()
+		var id string
+		err := db.QueryRow(`
+			WITH g AS (
+				INSERT INTO failure_groups (publisher_service, error_code) VALUES ('svc', 'E')
+				ON CONFLICT ON CONSTRAINT failure_groups_kind_key DO UPDATE SET last_seen = now()
+				RETURNING id)
+			INSERT INTO failures (state, temporality, error_code, error_message, event_id, idempotence_id,
+				event_created, publisher_system, publisher_service, original_topic, original_partition,
+				original_offset, original_key, original_value, header_names, header_values, causing_message,
+				next_attempt_at, group_id, lease_owner, lease_until)
+			SELECT 'RETRY_PENDING', 'TEMPORARY', 'E', 'boom', gen_random_uuid()::text, gen_random_uuid()::text,
+				now(), 'sys', 'svc', 't', 0, 1, NULL, ''::bytea, '{}', '{}', 'cause', now(), g.id,
+				$1, now() + $2::interval
+			FROM g RETURNING id`, owner, until).Scan(&id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	a, b := "instance-a", "instance-b"
+	liveA1, liveA2 := insert(&a, "1 minute"), insert(&a, "2 minutes")
+	expiredB := insert(&b, "-1 minute")
+	insert(nil, "0") // never leased
+
+	if _, err := p.UpTo(ctx, 6); err != nil {
+		t.Fatalf("up to 6: %v", err)
+	}
+	var (
+		owner, list string
+		n           int
+	)
+	if err := db.QueryRow(`SELECT count(*) FROM resend_claims`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d claims after the migration (%v), want 1 (the expired lease is not carried over)", n, err)
+	}
+	if err := db.QueryRow(`SELECT owner, array_to_string(failure_ids, ',') FROM resend_claims`).Scan(&owner, &list); err != nil {
+		t.Fatal(err)
+	}
+	ids := strings.Split(list, ",")
+	if owner != a || len(ids) != 2 || !(ids[0] == liveA1 && ids[1] == liveA2 || ids[0] == liveA2 && ids[1] == liveA1) {
+		t.Fatalf("claim of %q over %v, want %s over %s and %s", owner, ids, a, liveA1, liveA2)
+	}
+	var cols int
+	if err := db.QueryRow(`SELECT count(*) FROM information_schema.columns
+		WHERE table_name = 'failures' AND column_name IN ('lease_owner', 'lease_until')`).Scan(&cols); err != nil || cols != 0 {
+		t.Fatalf("%d lease columns left (%v)", cols, err)
+	}
+
+	if _, err := p.DownTo(ctx, 5); err != nil {
+		t.Fatalf("down to 5: %v", err)
+	}
+	if tableExists(t, db, "resend_claims") {
+		t.Fatal("resend_claims still exists after the down migration")
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM failures WHERE lease_owner = $1 AND lease_until > now()`, a).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d live leases of %s after the down migration (%v), want 2", n, a, err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM failures WHERE lease_owner IS NOT NULL AND id NOT IN ($1, $2)`,
+		liveA1, liveA2).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d other failures leased after the down migration (%v), want 0 (%s's lease had expired)", n, err, expiredB)
+	}
+}

@@ -56,7 +56,7 @@ type Config struct {
 	// ServiceName is this service's name, written to the jeap_eh_error_handling_service header
 	// of every resent record. Defaults to "redrive".
 	ServiceName string
-	// InstanceID names this instance as the owner of its leases; it must differ between
+	// InstanceID names this instance as the owner of its claims; it must differ between
 	// instances. Defaults to "<hostname>-<pid>-<random>".
 	InstanceID string
 

@@ -2,16 +2,17 @@
 // the failure store tidy.
 //
 // A [Scheduler] runs on every service instance, without a leader: every Interval it claims due
-// RETRY_PENDING failures in batches (a lease per row, taken with FOR UPDATE SKIP LOCKED in one
-// short statement), produces the stored key, value and headers to the original topic with an
-// idempotent acks=all producer, waits for the acknowledgements and marks the failures RESENT.
-// Within a round the three run as a pipeline: one claimer walks the due rows in order, several
-// senders each wait for one batch's acknowledgements, and one marker marks acknowledged batches
-// in combined statements, with bounded queues between them.
+// RETRY_PENDING failures in batches (one claim row per batch, with an expiry; claims are taken
+// one at a time, so no two instances hold the same failure), produces the stored key, value and
+// headers to the original topic with an idempotent acks=all producer, waits for the
+// acknowledgements and marks the failures RESENT. Within a round the three run as a pipeline:
+// one claimer walks the due index in order, several senders each load one batch's records and
+// wait for its acknowledgements, and the marker marks acknowledged batches in combined
+// statements, with bounded queues between them.
 // A resent record carries the headers jeap_eh_target_service, jeap_eh_error_handling_service
 // and redrive-origin exactly once each ([ResendHeaders]). A record the broker does not
 // acknowledge leaves its failure due again later ([DefaultSendBackoff]); a crash between the
-// acknowledgement and the mark resends it once more when the lease expires (at-least-once).
+// acknowledgement and the mark resends it once more when the claim expires (at-least-once).
 //
 // The [Resender] serves the API's manual resends by id, rate limited and audited, with one
 // [ItemResult] per id. Housekeeping, run by the same Scheduler, deletes old RESENT, CLOSED and

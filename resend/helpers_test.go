@@ -124,8 +124,10 @@ type row struct {
 	UpdatedAt     time.Time
 	ResentAt      *time.Time
 	ClosedAt      *time.Time
-	LeaseOwner    *string
-	LeaseUntil    *time.Time
+	// LeaseOwner and LeaseUntil, when both set, put the failure in a resend claim of
+	// LeaseOwner that holds it until LeaseUntil.
+	LeaseOwner *string
+	LeaseUntil *time.Time
 }
 
 // insertFailure inserts r (with its group) and returns its id.
@@ -189,16 +191,18 @@ func (e *env) insertFailure(t *testing.T, r row) uuid.UUID {
 		INSERT INTO failures (state, temporality, error_code, error_message, event_id, idempotence_id,
 			event_created, publisher_system, publisher_service, original_topic, original_partition,
 			original_offset, original_key, original_value, header_names, header_values, causing_message,
-			attempt, next_attempt_at, group_id, created_at, updated_at, resent_at, closed_at, closed_reason,
-			lease_owner, lease_until)
+			attempt, next_attempt_at, group_id, created_at, updated_at, resent_at, closed_at, closed_reason)
 		VALUES ($1, $2, $3, 'boom', $4, $5, $6, 'shop', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-			$18, $19, $20, $21, $22, $23, $24, $25)
+			$18, $19, $20, $21, $22, $23)
 		RETURNING id`,
 		r.State, r.Temporality, r.ErrorCode, uuid.NewString(), uuid.NewString(), r.CreatedAt, r.Service,
 		r.Topic, r.Partition, r.Offset, r.Key, r.Value, names, values, r.Causing, r.Attempt, r.NextAttemptAt,
-		groupID, r.CreatedAt, r.UpdatedAt, r.ResentAt, r.ClosedAt, closedReason, r.LeaseOwner, r.LeaseUntil).Scan(&id)
+		groupID, r.CreatedAt, r.UpdatedAt, r.ResentAt, r.ClosedAt, closedReason).Scan(&id)
 	if err != nil {
 		t.Fatalf("insert failure: %v", err)
+	}
+	if r.LeaseOwner != nil && r.LeaseUntil != nil {
+		testkit.InsertClaim(t, e.pool, *r.LeaseOwner, *r.LeaseUntil, id)
 	}
 	return id
 }
@@ -241,15 +245,17 @@ type failureRow struct {
 	ResendFailures  int
 	LastResendError *string
 	ResentAt        *time.Time
-	LeaseOwner      *string
+	// LeaseOwner is the owner of a resend claim (live or expired) that names the failure.
+	LeaseOwner *string
 }
 
 func (e *env) failure(t *testing.T, id uuid.UUID) failureRow {
 	t.Helper()
 	var f failureRow
 	err := e.pool.QueryRow(context.Background(), `
-		SELECT state, state_reason, next_attempt_at, resend_failures, last_resend_error, resent_at, lease_owner
-		FROM failures WHERE id = $1`, id).Scan(&f.State, &f.StateReason, &f.NextAttemptAt, &f.ResendFailures,
+		SELECT state, state_reason, next_attempt_at, resend_failures, last_resend_error, resent_at,
+			(SELECT c.owner FROM resend_claims c WHERE f.id = ANY(c.failure_ids) ORDER BY c.lease_until DESC LIMIT 1)
+		FROM failures f WHERE id = $1`, id).Scan(&f.State, &f.StateReason, &f.NextAttemptAt, &f.ResendFailures,
 		&f.LastResendError, &f.ResentAt, &f.LeaseOwner)
 	if err != nil {
 		t.Fatalf("read failure %s: %v", id, err)

@@ -144,7 +144,7 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 		ids[i] = part[i].ID
 	}
 	now := r.s.cfg.Now()
-	claimed, refused, err := r.s.store.ClaimResends(ctx, r.owner, ids, now, now.Add(r.s.cfg.Lease))
+	claim, refused, err := r.s.store.ClaimResends(ctx, r.owner, ids, now, now.Add(r.s.cfg.Lease))
 	if err != nil {
 		r.s.cfg.Logger.Error("manual resend: claim failed", "error", err, "principal", req.Principal, "ids", len(ids))
 		for i := range part {
@@ -157,7 +157,7 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 	for i := range part {
 		index[part[i].ID] = &part[i]
 	}
-	for _, it := range claimed {
+	for _, it := range claim.Items {
 		res := index[it.ID]
 		// Until the send settles it: an outcome that could not be recorded is a failure.
 		res.Outcome, res.State, res.Error = OutcomeFailed, it.State, "outcome unknown"
@@ -177,7 +177,7 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 			part[i].Outcome, part[i].Error = OutcomeNotFound, "no failure has this id"
 		}
 	}
-	// The claimed rows are leased to this resender: finish even when ctx ends.
+	// The claimed rows are held for this resender: finish even when ctx ends.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.s.cfg.batchTimeout())
 	defer cancel()
 	settle := func(out []delivered) {
@@ -186,7 +186,7 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 			res.Outcome, res.Error = d.Outcome, d.Err
 		}
 	}
-	out, err := r.s.deliver(bctx, r.owner, claimed, func(out []delivered) []store.AuditEntry {
+	out, err := r.s.deliver(bctx, r.owner, claim, func(out []delivered) []store.AuditEntry {
 		settle(out)
 		return auditEntries(part, req, r.s.cfg.ServiceName)
 	})
@@ -203,7 +203,7 @@ func (r *Resender) auditOnly(items []ItemResult, req ManualRequest) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
 	defer cancel()
-	_, err := r.s.store.MarkResent(ctx, r.owner, nil, r.s.cfg.Now(), func([]uuid.UUID) []store.AuditEntry {
+	_, err := r.s.store.MarkResent(ctx, r.owner, nil, nil, r.s.cfg.Now(), func([]uuid.UUID) []store.AuditEntry {
 		return auditEntries(items, req, r.s.cfg.ServiceName)
 	})
 	if err != nil {

@@ -22,8 +22,10 @@ type metrics struct {
 	acked *prometheus.CounterVec
 	// lag is now − the oldest due next_attempt_at, 0 when nothing is due.
 	lag prometheus.Gauge
-	// claim observes the duration of claim statements.
+	// claim observes the duration of claim transactions.
 	claim prometheus.Histogram
+	// load observes the duration of loading the records of a claimed batch.
+	load prometheus.Histogram
 	// send observes the time from the first produce of a batch to its last acknowledgement.
 	send prometheus.Histogram
 	// mark observes the duration of the statements that record resend outcomes (resend
@@ -51,8 +53,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		claim: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "redrive_resend_claim_duration_seconds",
-			Help:    "Duration of one claim of due failures (one SQL statement).",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+			Help:    "Duration of one claim of a batch of due failures (one short transaction that reads the due index and writes one claim row).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15),
+		}),
+		load: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "redrive_resend_load_duration_seconds",
+			Help:    "Duration of loading the stored records of one claimed batch of due failures.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15),
 		}),
 		send: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "redrive_resend_batch_send_duration_seconds",
@@ -81,6 +88,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.acked = register(reg, m.acked, &errs)
 	m.lag = register(reg, m.lag, &errs)
 	m.claim = register(reg, m.claim, &errs)
+	m.load = register(reg, m.load, &errs)
 	m.send = register(reg, m.send, &errs)
 	m.mark = register(reg, m.mark, &errs)
 	m.deleted = register(reg, m.deleted, &errs)

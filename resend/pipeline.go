@@ -15,6 +15,17 @@ import (
 // batches into one UPDATE.
 const markMaxBatches = 4
 
+// markBacklog is how many acknowledged batches the marker lets wait before it marks them, while
+// the round is still sending. Marks are the most expensive statements of a resend (a RESENT row
+// is a new row version with an entry in every index): deferring them while the claims, loads and
+// sends run gets the records to the broker sooner, and the marks then run on markParallel
+// connections at once. The cost is the window of records that are acknowledged and not yet
+// marked, which a crash of this instance lets another one resend (at-least-once).
+const markBacklog = 32
+
+// markParallel is how many mark statements run at once.
+const markParallel = 2
+
 // roundStats counts the outcomes of one round.
 type roundStats struct {
 	claimed, resent, failed, exhausted int
@@ -31,22 +42,27 @@ func (r *roundStats) add(o roundStats) {
 // of three stages, so that the database and the broker work at the same time:
 //
 //   - one claimer claims batch after batch in due order, each claim starting after the last
-//     row of the one before (store.DueCursor), until a claim is not full;
-//   - Concurrency senders each produce one batch and wait for its acknowledgements; a batch
-//     that is acknowledged goes to the marker, and the sender takes the next batch at once;
-//   - one marker marks the acknowledged rows RESENT, combining the batches that are waiting
-//     (up to markMaxBatches) into one statement.
+//     row of the one before (store.DueClaim.Next), until a claim is not full; a claim reads
+//     only the due index and writes one row;
+//   - Concurrency senders each load the records of one batch, produce them and wait for the
+//     acknowledgements; a batch that is acknowledged goes to the marker, and the sender takes
+//     the next batch at once;
+//   - the marker marks the acknowledged rows RESENT and releases their claims. It lets up to
+//     markBacklog batches wait; when the backlog is full, or the senders are done, it marks
+//     them, combining up to markMaxBatches batches into one statement and running up to
+//     markParallel statements at once.
 //
-// The rows stay leased to this instance from the claim until the mark, so no other instance
-// sends them meanwhile. The queues between the stages are bounded (Concurrency batches each),
-// so when the database falls behind the claims wait, and at most about 3 × Concurrency + 4
-// batches are acknowledged and not yet marked. When ctx ends the claimer stops; the batches
-// already claimed are sent and every acknowledged row is marked before round returns.
+// The rows stay claimed by this instance from the claim until the mark, so no other instance
+// sends them meanwhile. The queues between the stages are bounded, so when the database falls
+// behind the claims wait, and at most markBacklog + Concurrency batches are acknowledged and
+// not yet marked (records that a crash would let another instance resend).
+// When ctx ends the claimer stops; the batches already claimed are sent and every acknowledged
+// row is marked before round returns.
 func (s *Scheduler) round(ctx context.Context) (roundStats, error) {
 	s.observeLag(ctx)
 	var (
-		claimed = make(chan []store.ResendItem, s.cfg.Concurrency)
-		acked   = make(chan []uuid.UUID, s.cfg.Concurrency)
+		claimed = make(chan store.DueClaim, s.cfg.Concurrency)
+		acked   = make(chan settled, s.cfg.Concurrency)
 		mu      sync.Mutex
 		total   roundStats
 		errs    []error
@@ -64,12 +80,10 @@ func (s *Scheduler) round(ctx context.Context) (roundStats, error) {
 	marker.Go(func() { s.markLoop(acked, report) })
 	for range s.cfg.Concurrency {
 		senders.Go(func() {
-			for items := range claimed {
-				st, ids, err := s.sendBatch(ctx, items)
+			for claim := range claimed {
+				st, ids, err := s.sendBatch(ctx, claim)
 				report(st, err)
-				if len(ids) > 0 {
-					acked <- ids
-				}
+				acked <- settled{claim: claim.ID, acked: ids}
 			}
 		})
 	}
@@ -83,41 +97,53 @@ func (s *Scheduler) round(ctx context.Context) (roundStats, error) {
 
 // claimLoop claims batches in due order and hands them to the senders until a claim is not
 // full, fails, or ctx ends.
-func (s *Scheduler) claimLoop(ctx context.Context, out chan<- []store.ResendItem) error {
+func (s *Scheduler) claimLoop(ctx context.Context, out chan<- store.DueClaim) error {
 	var cursor store.DueCursor
 	for ctx.Err() == nil {
-		// A claim that ctx interrupted could have committed unseen, leaving its rows leased
-		// until the lease expires: once started, a claim completes (bounded by markTimeout).
+		// A claim that ctx interrupted could have committed unseen, leaving its rows claimed
+		// until the claim expires: once started, a claim completes (bounded by markTimeout).
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 		now := s.cfg.Now()
 		start := time.Now()
-		items, err := s.store.ClaimDueResendsAfter(cctx, s.cfg.InstanceID, now, cursor, s.cfg.BatchSize, now.Add(s.cfg.Lease))
+		claim, err := s.store.ClaimDueResends(cctx, s.cfg.InstanceID, now, cursor, s.cfg.BatchSize, now.Add(s.cfg.Lease))
 		s.metrics.claim.Observe(time.Since(start).Seconds())
 		cancel()
 		if err != nil {
 			return err
 		}
-		if len(items) == 0 {
+		if len(claim.IDs) == 0 {
 			return nil
 		}
-		cursor = cursor.After(items)
-		// The rows are leased to this instance now: they are sent even when ctx ends.
-		out <- items
-		if len(items) < s.cfg.BatchSize {
+		cursor = claim.Next
+		// The rows are claimed by this instance now: they are sent even when ctx ends.
+		out <- claim
+		if len(claim.IDs) < s.cfg.BatchSize {
 			return nil
 		}
 	}
 	return nil
 }
 
-// sendBatch moves the claimed items whose retries are exhausted to PERMANENT, sends the others,
-// and records the sends that were not acknowledged. It returns the ids of the acknowledged
-// records, which the marker marks RESENT.
-func (s *Scheduler) sendBatch(ctx context.Context, items []store.ResendItem) (st roundStats, acked []uuid.UUID, err error) {
-	st.claimed = len(items)
-	// The rows are leased to this instance: finish the batch even when ctx ends.
+// sendBatch loads the records of a claimed batch, moves the failures whose retries are
+// exhausted to PERMANENT, sends the others, and records the sends that were not acknowledged. It
+// returns the ids of the acknowledged records, which the marker marks RESENT.
+func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st roundStats, acked []uuid.UUID, err error) {
+	st.claimed = len(claim.IDs)
+	// The rows are claimed by this instance: finish the batch even when ctx ends.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.batchTimeout())
 	defer cancel()
+
+	start := time.Now()
+	items, err := s.store.ResendItems(bctx, claim.IDs)
+	s.metrics.load.Observe(time.Since(start).Seconds())
+	if err != nil {
+		// Nothing was sent; the marker releases the claim, and the next round claims them again.
+		return st, nil, err
+	}
+	if n := len(claim.IDs) - len(items); n > 0 {
+		// Only an operator's database edit does this: actions wait for the claim to end.
+		s.cfg.Logger.Warn("claimed failures left RETRY_PENDING before they were sent: not resent", "count", n)
+	}
 
 	send := items[:0:0]
 	var exhausted []uuid.UUID
@@ -130,7 +156,7 @@ func (s *Scheduler) sendBatch(ctx context.Context, items []store.ResendItem) (st
 	}
 	var errs []error
 	if len(exhausted) > 0 {
-		moved, err := s.store.ExhaustRetries(bctx, s.cfg.InstanceID, exhausted, ReasonRetriesExhausted, s.cfg.Now())
+		moved, err := s.store.ExhaustRetries(bctx, exhausted, ReasonRetriesExhausted, s.cfg.Now())
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -144,7 +170,7 @@ func (s *Scheduler) sendBatch(ctx context.Context, items []store.ResendItem) (st
 		return st, nil, errors.Join(errs...)
 	}
 
-	start := time.Now()
+	start = time.Now()
 	sendErrs := s.pub.send(send)
 	s.metrics.send.Observe(time.Since(start).Seconds())
 	now := s.cfg.Now()
@@ -165,8 +191,8 @@ func (s *Scheduler) sendBatch(ctx context.Context, items []store.ResendItem) (st
 		st.failed += len(failures)
 		s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeFailed)).Add(float64(len(failures)))
 		markStart := time.Now()
-		if _, err := s.store.RecordResendFailures(bctx, s.cfg.InstanceID, now, failures); err != nil {
-			// The leases stay until they expire; the rows are then due again.
+		if _, err := s.store.RecordResendFailures(bctx, now, failures); err != nil {
+			// The claim is released with the mark; the rows are due again at their new time.
 			errs = append(errs, err)
 		}
 		s.metrics.mark.Observe(time.Since(markStart).Seconds())
@@ -176,40 +202,63 @@ func (s *Scheduler) sendBatch(ctx context.Context, items []store.ResendItem) (st
 	return st, acked, errors.Join(errs...)
 }
 
-// markLoop marks the acknowledged batches RESENT until in is closed, combining the batches
-// waiting at the time of a mark (up to markMaxBatches) into one statement.
-func (s *Scheduler) markLoop(in <-chan []uuid.UUID, report func(roundStats, error)) {
-	for ids := range in {
-		batches := 1
-	drain:
-		for batches < markMaxBatches {
-			select {
-			case more, ok := <-in:
-				if !ok {
-					break drain
-				}
-				ids = append(ids, more...)
-				batches++
-			default:
-				break drain
-			}
-		}
-		report(s.mark(ids))
-	}
+// settled is a batch whose records were sent: the claim that held it and the ids of the
+// records the broker acknowledged.
+type settled struct {
+	claim int64
+	acked []uuid.UUID
 }
 
-// mark marks acknowledged rows RESENT. A row that could not be marked (its lease was taken
-// over, its state changed meanwhile, or the database failed) counts as a failed resend: the
-// record was republished, and it may be republished again once its lease expires.
-func (s *Scheduler) mark(ids []uuid.UUID) (st roundStats, err error) {
-	// It runs after the context of Run ended too: the rows are leased to this instance.
+// markLoop marks the acknowledged records RESENT and releases their claims until in is closed.
+// It lets up to markBacklog batches wait, and marks them when the backlog is full or in is
+// closed (the round has sent everything it claimed).
+func (s *Scheduler) markLoop(in <-chan settled, report func(roundStats, error)) {
+	var waiting []settled
+	for b := range in {
+		if waiting = append(waiting, b); len(waiting) >= markBacklog {
+			s.markAll(waiting, report)
+			waiting = waiting[:0]
+		}
+	}
+	s.markAll(waiting, report)
+}
+
+// markAll marks batches, up to markMaxBatches per statement and markParallel statements at once.
+func (s *Scheduler) markAll(batches []settled, report func(roundStats, error)) {
+	sem := make(chan struct{}, markParallel)
+	var wg sync.WaitGroup
+	for len(batches) > 0 {
+		n := min(len(batches), markMaxBatches)
+		var (
+			claims []int64
+			ids    []uuid.UUID
+		)
+		for _, b := range batches[:n] {
+			claims, ids = append(claims, b.claim), append(ids, b.acked...)
+		}
+		batches = batches[n:]
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			report(s.mark(claims, ids))
+		})
+	}
+	wg.Wait()
+}
+
+// mark marks acknowledged records RESENT and releases the claims. A row that could not be
+// marked (its state changed meanwhile, or the database failed) counts as a failed resend: the
+// record was republished, and when the claim could not be released it is republished again
+// once the claim expires.
+func (s *Scheduler) mark(claims []int64, ids []uuid.UUID) (st roundStats, err error) {
+	// It runs after the context of Run ended too: the rows are claimed by this instance.
 	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
 	defer cancel()
 	start := time.Now()
-	marked, err := s.store.MarkResent(ctx, s.cfg.InstanceID, ids, s.cfg.Now(), nil)
+	marked, err := s.store.MarkResent(ctx, s.cfg.InstanceID, claims, ids, s.cfg.Now(), nil)
 	s.metrics.mark.Observe(time.Since(start).Seconds())
 	if err != nil {
-		s.cfg.Logger.Error("republished records could not be marked RESENT: they may be resent again when their leases expire",
+		s.cfg.Logger.Error("republished records could not be marked RESENT: they may be resent again when their claims expire",
 			"count", len(ids), "error", err)
 		marked = nil
 	} else if n := len(ids) - len(marked); n > 0 {

@@ -59,23 +59,27 @@ func TestShutdownMarksAcknowledgedRows(t *testing.T) {
 		t.Errorf("resent metric %v, want %d", m, resent)
 	}
 	var leased int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM failures WHERE lease_owner IS NOT NULL`).Scan(&leased); err != nil {
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM resend_claims`).Scan(&leased); err != nil {
 		t.Fatal(err)
 	}
 	if leased != 0 {
-		t.Errorf("%d failures still leased after Run returned", leased)
+		t.Errorf("%d resend claims left after Run returned", leased)
 	}
 }
 
 // A bulk resend in one round: the claims walk the due rows (all due at the same instant) in
-// order, batch after batch, and every failure is sent once and marked RESENT.
+// order, batch after batch, and every failure is sent once and marked RESENT. The round has more
+// batches than the marker lets wait (markBacklog), so marks run while it still sends.
 func TestBulkRoundSendsEachRowOnce(t *testing.T) {
 	t.Parallel()
 	const (
 		topic = "orders"
 		n     = 1200
-		batch = 50
+		batch = 25
 	)
+	if n/batch <= markBacklog {
+		t.Fatalf("%d batches do not exceed the mark backlog %d", n/batch, markBacklog)
+	}
 	e := newEnv(t, map[string]int{topic: 3})
 	e.insertDue(t, topic, n, 100)
 	s := e.scheduler(t, func(c *Config) {
@@ -94,6 +98,10 @@ func TestBulkRoundSendsEachRowOnce(t *testing.T) {
 	}
 	if got := e.records(topic); got != n {
 		t.Fatalf("topic holds %d records, want %d", got, n)
+	}
+	var claims int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM resend_claims`).Scan(&claims); err != nil || claims != 0 {
+		t.Fatalf("%d claims left after the round (%v), want 0", claims, err)
 	}
 	st, err = s.round(context.Background())
 	if err != nil || st.claimed != 0 {

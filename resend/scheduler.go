@@ -19,8 +19,8 @@ import (
 const markTimeout = 30 * time.Second
 
 // Scheduler resends due RETRY_PENDING failures without a leader: every instance claims due
-// rows in batches with leases (FOR UPDATE SKIP LOCKED), produces them, waits for the
-// acknowledgements and marks them RESENT. It also runs housekeeping and owns the producer
+// rows in batches (one claim with an expiry per batch, taken one at a time), produces them, waits
+// for the acknowledgements and marks them RESENT. It also runs housekeeping and owns the producer
 // that its Resender (manual resends) shares.
 type Scheduler struct {
 	cfg      Config
@@ -65,7 +65,7 @@ func (s *Scheduler) Resender() *Resender { return s.resender }
 // header of resent records.
 func (s *Scheduler) ServiceName() string { return s.cfg.ServiceName }
 
-// InstanceID returns the name this instance leases failures under.
+// InstanceID returns the name this instance claims failures under.
 func (s *Scheduler) InstanceID() string { return s.cfg.InstanceID }
 
 // Run runs scheduler rounds every Interval and housekeeping every Housekeeping.Interval until
@@ -127,11 +127,12 @@ type delivered struct {
 	Err     string  // why it failed
 }
 
-// deliver sends claimed items of a manual resend, records the failed sends (due again after SendBackoff when
-// RETRY_PENDING) and marks the acknowledged ones RESENT, with the audit entries that audit
-// returns in the same transaction. It returns one outcome per item, in order. An acknowledged
+// deliver sends the items of a manual resend's claim, records the failed sends (due again after
+// SendBackoff when RETRY_PENDING), marks the acknowledged ones RESENT and releases the claim, with
+// the audit entries that audit returns in the same transaction. It returns one outcome per item, in order. An acknowledged
 // record whose row could not be marked is a failed outcome that says so.
-func (s *Scheduler) deliver(ctx context.Context, owner string, items []store.ResendItem, audit func([]delivered) []store.AuditEntry) ([]delivered, error) {
+func (s *Scheduler) deliver(ctx context.Context, owner string, claim store.ResendClaim, audit func([]delivered) []store.AuditEntry) ([]delivered, error) {
+	items := claim.Items
 	out := make([]delivered, len(items))
 	if len(items) == 0 && audit == nil {
 		return out, nil
@@ -167,8 +168,8 @@ func (s *Scheduler) deliver(ctx context.Context, owner string, items []store.Res
 	}
 	s.metrics.acked.WithLabelValues(TriggerManual).Add(float64(len(acked)))
 	if len(failures) > 0 {
-		if _, err := s.store.RecordResendFailures(ctx, owner, now, failures); err != nil {
-			// The leases stay until they expire; the rows are then due again.
+		if _, err := s.store.RecordResendFailures(ctx, now, failures); err != nil {
+			// The rows are due again when the claim is released.
 			errs = append(errs, err)
 		}
 		s.cfg.Logger.Warn("resends not acknowledged: failures stay due", "count", len(failures),
@@ -184,7 +185,7 @@ func (s *Scheduler) deliver(ctx context.Context, owner string, items []store.Res
 		for i := range out {
 			if out[i].Outcome == OutcomeResent && !ok[out[i].Item.ID] {
 				out[i].Outcome = OutcomeFailed
-				out[i].Err = "republished, but the failure changed meanwhile (state or lease): not marked RESENT"
+				out[i].Err = "republished, but the failure's state changed meanwhile: not marked RESENT"
 			}
 		}
 	}
@@ -194,12 +195,16 @@ func (s *Scheduler) deliver(ctx context.Context, owner string, items []store.Res
 			return audit(out)
 		}
 	}
-	marked, err := s.store.MarkResent(ctx, owner, acked, now, auditFn)
+	var claims []int64
+	if claim.ID != 0 {
+		claims = []int64{claim.ID}
+	}
+	marked, err := s.store.MarkResent(ctx, owner, claims, acked, now, auditFn)
 	if err != nil {
 		for i := range out {
 			if out[i].Outcome == OutcomeResent {
 				out[i].Outcome = OutcomeFailed
-				out[i].Err = "republished, but marking it RESENT failed (database error): it may be resent again when its lease expires"
+				out[i].Err = "republished, but marking it RESENT failed (database error): it may be resent again when its claim expires"
 			}
 		}
 		return out, errors.Join(append(errs, err)...)

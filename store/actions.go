@@ -103,8 +103,7 @@ func (s *Store) CloseFailures(ctx context.Context, req CloseRequest) ([]CloseRes
 		tag, err := tx.Exec(ctx, `
 			UPDATE failures SET state = 'CLOSED', closed_reason = $2, closed_by = $3, closed_at = $4,
 				updated_at = $4, next_attempt_at = NULL
-			WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
-			  AND (lease_until IS NULL OR lease_until <= $4)`,
+			WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')`,
 			closable, req.Reason, req.Principal, now)
 		if err != nil {
 			return err
@@ -155,7 +154,9 @@ type ActionState struct {
 // ActionStates returns the state of each existing failure among ids, and whether a resend
 // holds it at now, for a dry run of an action. Ids that do not exist are absent.
 func (s *Store) ActionStates(ctx context.Context, ids []uuid.UUID, now time.Time) (map[uuid.UUID]ActionState, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, state, lease_until FROM failures WHERE id = ANY($1)`, ids)
+	rows, err := s.pool.Query(ctx, `
+		SELECT f.id, f.state, f.id IN (`+liveClaimedSQL("$2")+`)
+		FROM failures f WHERE f.id = ANY($1)`, ids, now)
 	if err != nil {
 		return nil, fmt.Errorf("action states: %w", err)
 	}
@@ -163,14 +164,12 @@ func (s *Store) ActionStates(ctx context.Context, ids []uuid.UUID, now time.Time
 	out := make(map[uuid.UUID]ActionState, len(ids))
 	for rows.Next() {
 		var (
-			id    uuid.UUID
-			st    ActionState
-			lease *time.Time
+			id uuid.UUID
+			st ActionState
 		)
-		if err := rows.Scan(&id, &st.State, &lease); err != nil {
+		if err := rows.Scan(&id, &st.State, &st.Leased); err != nil {
 			return nil, fmt.Errorf("action states: %w", err)
 		}
-		st.Leased = lease != nil && lease.After(now)
 		out[id] = st
 	}
 	if err := rows.Err(); err != nil {

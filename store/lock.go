@@ -12,25 +12,27 @@ import (
 type lockedFailure struct {
 	ID    uuid.UUID
 	State State
-	// Leased is true when a resend holds an unexpired lease on the failure.
+	// Leased is true when a live resend claim holds the failure.
 	Leased bool
 }
 
-// lockForAction locks the failures with the given ids (FOR UPDATE, in id order, as the resend
-// claims lock, so that concurrent actions cannot deadlock) and returns the existing ones; an id
-// that is not returned does not exist.
+// lockForAction takes the claim lock (claims.go), so that no resend claims the failures while
+// the transaction runs, then locks the failures with the given ids (FOR UPDATE, in id order, so
+// that concurrent actions cannot deadlock) and returns the existing ones; an id that is not
+// returned does not exist.
 func lockForAction(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, now time.Time) ([]lockedFailure, error) {
-	rows, err := tx.Query(ctx, `SELECT id, state, lease_until FROM failures WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	if _, err := tx.Exec(ctx, lockClaimsSQL); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT f.id, f.state, f.id IN (`+liveClaimedSQL("$2")+`)
+		FROM failures f WHERE f.id = ANY($1) ORDER BY f.id FOR UPDATE OF f`, ids, now)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (lockedFailure, error) {
-		var (
-			f     lockedFailure
-			lease *time.Time
-		)
-		err := row.Scan(&f.ID, &f.State, &lease)
-		f.Leased = lease != nil && lease.After(now)
+		var f lockedFailure
+		err := row.Scan(&f.ID, &f.State, &f.Leased)
 		return f, err
 	})
 }

@@ -83,7 +83,8 @@ type FailureDetail struct {
 	Failure
 	// StateReason says why the failure entered its state when the temporality does not tell.
 	StateReason *string
-	// LeaseOwner and LeaseUntil say which resend holds the failure, and until when.
+	// LeaseOwner and LeaseUntil say which resend's live claim holds the failure, and until
+	// when; both are nil when none does.
 	LeaseOwner *string
 	LeaseUntil *time.Time
 }
@@ -252,9 +253,15 @@ func (s *Store) FailureByID(ctx context.Context, id uuid.UUID) (*FailureDetail, 
 			original_key, original_value, header_names, header_values, message_id,
 			message_idempotence_id, message_created, message_system, message_service, message_type,
 			message_type_version, causing_message, attempt, next_attempt_at, resend_failures,
-			last_resend_error, resent_at, lease_owner, lease_until, closed_reason, closed_by,
+			last_resend_error, resent_at, l.owner, l.lease_until, closed_reason, closed_by,
 			closed_at, group_id, created_at, updated_at
-		FROM failures WHERE id = $1`, id).Scan(
+		FROM failures f
+		LEFT JOIN LATERAL (
+			SELECT c.owner, c.lease_until FROM resend_claims c
+			WHERE c.lease_until > $2 AND f.id = ANY(c.failure_ids)
+			ORDER BY c.lease_until DESC LIMIT 1
+		) l ON true
+		WHERE f.id = $1`, id, s.now()).Scan(
 		&f.ID, &f.State, &d.StateReason, &f.Temporality, &f.ErrorCode, &f.ErrorMessage, &f.ErrorDescription,
 		&f.StackTrace, &f.StackTraceHash, &f.EventID, &f.IdempotenceID, &f.EventCreated, &f.PublisherSystem,
 		&f.PublisherService, &f.ProcessID, &f.Topic, &f.Partition, &f.Offset,

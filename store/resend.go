@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,74 +84,101 @@ type DueCursor struct {
 	ID uuid.UUID
 }
 
-// After returns the cursor after the last of items, as ClaimDueResendsAfter returns them (in
-// due order); c itself when items is empty.
-func (c DueCursor) After(items []ResendItem) DueCursor {
-	if len(items) == 0 || items[len(items)-1].NextAttemptAt == nil {
-		return c
-	}
-	last := &items[len(items)-1]
-	return DueCursor{At: *last.NextAttemptAt, ID: last.ID}
+// DueClaim is a batch of due failures claimed for a resend.
+type DueClaim struct {
+	// ID identifies the claim; 0 when nothing was claimed.
+	ID int64
+	// IDs are the claimed failures, in due order.
+	IDs []uuid.UUID
+	// Next is the cursor after the last claimed failure; the claim's cursor when it is empty.
+	Next DueCursor
 }
 
-// ClaimDueResends leases up to limit RETRY_PENDING failures that are due at now and not leased
-// by anyone (or whose lease has expired) to owner until leaseUntil, and returns them, the
-// earliest due first. Rows that another transaction is claiming are skipped (FOR UPDATE SKIP
-// LOCKED), so concurrent callers never get the same row while its lease runs. The claim is one
-// short statement: no transaction stays open while the caller sends.
-func (s *Store) ClaimDueResends(ctx context.Context, owner string, now time.Time, limit int, leaseUntil time.Time) ([]ResendItem, error) {
-	return s.ClaimDueResendsAfter(ctx, owner, now, DueCursor{}, limit, leaseUntil)
-}
-
-// ClaimDueResendsAfter is ClaimDueResends restricted to the failures after the cursor in due
-// order (next_attempt_at, id). A caller that claims batch after batch passes the cursor after
-// its last batch (DueCursor.After), so that each claim reads only rows it has not seen: the rows
-// it leased before are still RETRY_PENDING until they are marked, and without the cursor every
-// claim would read past them again. The claim reads the index failures_due_idx (migration 005)
-// in order, so a claim costs its own rows, however many are due.
-func (s *Store) ClaimDueResendsAfter(ctx context.Context, owner string, now time.Time, after DueCursor, limit int, leaseUntil time.Time) ([]ResendItem, error) {
+// ClaimDueResends claims up to limit RETRY_PENDING failures that are due at now, that come after
+// the cursor in due order (next_attempt_at, id), and that no live claim holds, for owner until
+// leaseUntil; the earliest due first.
+//
+// Claims are taken one at a time (claims.go), so concurrent callers never get the same failure
+// while its claim runs. A claim reads only the index failures_due_idx (migration 005), in order,
+// and writes one row: it holds the claim lock for little more than the time to read limit index
+// entries, however large the records are. The caller loads the records (ResendItems) after the
+// claim, in parallel with the next claim. A caller that claims batch after batch passes the
+// cursor of its last claim (DueClaim.Next), so that each claim reads only entries it has not
+// seen: the failures it claimed before stay RETRY_PENDING until they are marked. The claim is
+// one short transaction: none stays open while the caller sends.
+func (s *Store) ClaimDueResends(ctx context.Context, owner string, now time.Time, after DueCursor, limit int, leaseUntil time.Time) (DueClaim, error) {
 	afterAt := pgtype.Timestamptz{Time: after.At, Valid: true}
 	if after.At.IsZero() {
 		afterAt.InfinityModifier = pgtype.NegativeInfinity
 	}
-	var items []ResendItem
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Read the due index in order and stop after limit rows. Without statistics on a burst
-		// of newly due rows the planner may otherwise pick a bitmap scan of every due row and a
-		// sort, for each claim.
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off`); err != nil {
+	claim := DueClaim{Next: after}
+	// One round trip: under load every round trip waits for the CPU twice (client and server),
+	// and the claim lock is held meanwhile. The lock is taken by a statement of its own, so that
+	// the claim's snapshot, taken after it, sees every claim committed before.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	// Read the due index in order and stop after limit rows. Without statistics on a burst of
+	// newly due rows the planner may otherwise pick a bitmap scan of every due row and a sort,
+	// for each claim. The penalty that disables a plan also lifts the plan's cost over the JIT
+	// threshold, and compiling would cost far more than the claim: no JIT.
+	b.Queue("SET LOCAL enable_bitmapscan = off")
+	b.Queue("SET LOCAL enable_seqscan = off")
+	b.Queue("SET LOCAL jit = off")
+	// A claim is a lease, not a record: its commit does not wait for the WAL flush, which under
+	// a mark's write burst costs more than the claim itself, with the claim lock held. If the
+	// database crashes before the flush, the claim is gone and its failures may be resent by
+	// another instance as well, as after any crash between a send and its mark (at-least-once).
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(lockClaimsSQL)
+	b.Queue(`
+		WITH picked AS (
+			SELECT f.id, f.next_attempt_at FROM failures f
+			WHERE f.state = 'RETRY_PENDING' AND f.next_attempt_at <= $1
+			  AND (f.next_attempt_at, f.id) > ($3::timestamptz, $4::uuid)
+			  AND f.id NOT IN (`+liveClaimedSQL("$1")+`)
+			ORDER BY f.next_attempt_at, f.id
+			LIMIT $2
+		), expired AS (
+			DELETE FROM resend_claims WHERE lease_until <= $1
+		)
+		INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids)
+		SELECT $5, $1, $6, array_agg(id ORDER BY next_attempt_at, id) FROM picked HAVING count(*) > 0
+		RETURNING id, failure_ids,
+			(SELECT f.next_attempt_at FROM failures f WHERE f.id = failure_ids[cardinality(failure_ids)])`,
+		now, limit, afterAt, after.ID, owner, leaseUntil).QueryRow(func(row pgx.Row) error {
+		var at time.Time
+		err := row.Scan(&claim.ID, &claim.IDs, &at)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil // nothing due
+		case err != nil:
 			return err
 		}
-		rows, err := tx.Query(ctx, `
-			WITH due AS (
-				SELECT id FROM failures
-				WHERE state = 'RETRY_PENDING' AND next_attempt_at <= $1
-				  AND (next_attempt_at, id) > ($5::timestamptz, $6::uuid)
-				  AND (lease_until IS NULL OR lease_until <= $1)
-				ORDER BY next_attempt_at, id
-				LIMIT $2
-				FOR UPDATE SKIP LOCKED
-			)
-			UPDATE failures f SET lease_owner = $3, lease_until = $4
-			FROM due WHERE f.id = due.id
-			RETURNING `+resendItemColumns,
-			now, limit, owner, leaseUntil, afterAt, after.ID)
-		if err != nil {
-			return err
-		}
-		items, err = scanResendItems(rows)
-		return err
+		claim.Next = DueCursor{At: at, ID: claim.IDs[len(claim.IDs)-1]}
+		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("claim due resends: %w", err)
+	b.Queue("COMMIT")
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return DueClaim{}, fmt.Errorf("claim due resends: %w", err)
 	}
-	sort.Slice(items, func(i, j int) bool {
-		a, b := *items[i].NextAttemptAt, *items[j].NextAttemptAt
-		if !a.Equal(b) {
-			return a.Before(b)
-		}
-		return bytes.Compare(items[i].ID[:], items[j].ID[:]) < 0
-	})
+	return claim, nil
+}
+
+// ResendItems returns the failures with the given ids that are RETRY_PENDING or PERMANENT, in the
+// order of ids; a failure that does not exist or is in another state is absent.
+func (s *Store) ResendItems(ctx context.Context, ids []uuid.UUID) ([]ResendItem, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+resendItemColumns+` FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, n)
+		JOIN failures f ON f.id = u.id
+		WHERE f.state IN ('RETRY_PENDING', 'PERMANENT')
+		ORDER BY u.n`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load resends: %w", err)
+	}
+	items, err := scanResendItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("load resends: %w", err)
+	}
 	return items, nil
 }
 
@@ -160,23 +186,23 @@ func (s *Store) ClaimDueResendsAfter(ctx context.Context, owner string, now time
 type Refusal struct {
 	// State is the failure's current state.
 	State State
-	// InProgress is true when the failure may be resent but another resend holds its lease.
+	// InProgress is true when the failure may be resent but another resend's claim holds it.
 	InProgress bool
 }
 
-// ClaimResends leases the failures with the given ids to owner until leaseUntil, for a manual
-// resend. It claims a failure only when it is RETRY_PENDING or PERMANENT and no unexpired lease
-// holds it. It returns the claimed items (in the order of ids) and, for each existing failure
-// it did not claim, why; an id in neither does not exist.
-func (s *Store) ClaimResends(ctx context.Context, owner string, ids []uuid.UUID, now, leaseUntil time.Time) ([]ResendItem, map[uuid.UUID]Refusal, error) {
+// ClaimResends claims the failures with the given ids for owner until leaseUntil, for a manual
+// resend. It claims a failure only when it is RETRY_PENDING or PERMANENT and no live claim holds
+// it. It returns the claimed items (in the order of ids) and, for each existing failure it did
+// not claim, why; an id in neither does not exist. The claim has ID 0 when it holds nothing.
+func (s *Store) ClaimResends(ctx context.Context, owner string, ids []uuid.UUID, now, leaseUntil time.Time) (ResendClaim, map[uuid.UUID]Refusal, error) {
 	refused := make(map[uuid.UUID]Refusal)
-	var claimed []ResendItem
+	var claim ResendClaim
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		locked, err := lockForAction(ctx, tx, ids, now)
 		if err != nil {
 			return err
 		}
-		var claim []uuid.UUID
+		var want []uuid.UUID
 		for _, f := range locked {
 			switch {
 			case !f.State.Resendable():
@@ -184,24 +210,28 @@ func (s *Store) ClaimResends(ctx context.Context, owner string, ids []uuid.UUID,
 			case f.Leased:
 				refused[f.ID] = Refusal{State: f.State, InProgress: true}
 			default:
-				claim = append(claim, f.ID)
+				want = append(want, f.ID)
 			}
 		}
-		if len(claim) == 0 {
+		if len(want) == 0 {
 			return nil
 		}
-		rows, err := tx.Query(ctx, `
-			UPDATE failures f SET lease_owner = $2, lease_until = $3
-			WHERE f.id = ANY($1)
-			RETURNING `+resendItemColumns, claim, owner, leaseUntil)
+		rows, err := tx.Query(ctx, `SELECT `+resendItemColumns+` FROM failures f WHERE f.id = ANY($1)`, want)
 		if err != nil {
 			return err
 		}
-		claimed, err = scanResendItems(rows)
+		if claim.Items, err = scanResendItems(rows); err != nil {
+			return err
+		}
+		ids := make([]uuid.UUID, len(claim.Items))
+		for i := range claim.Items {
+			ids[i] = claim.Items[i].ID
+		}
+		claim.ID, err = insertClaim(ctx, tx, owner, now, leaseUntil, ids)
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("claim resends: %w", err)
+		return ResendClaim{}, nil, fmt.Errorf("claim resends: %w", err)
 	}
 	pos := make(map[uuid.UUID]int, len(ids))
 	for i, id := range ids {
@@ -209,34 +239,51 @@ func (s *Store) ClaimResends(ctx context.Context, owner string, ids []uuid.UUID,
 			pos[id] = i
 		}
 	}
-	sort.SliceStable(claimed, func(i, j int) bool { return pos[claimed[i].ID] < pos[claimed[j].ID] })
-	return claimed, refused, nil
+	sort.SliceStable(claim.Items, func(i, j int) bool { return pos[claim.Items[i].ID] < pos[claim.Items[j].ID] })
+	return claim, refused, nil
 }
 
-// MarkResent moves the failures with the given ids that owner holds leased from RETRY_PENDING
-// or PERMANENT to RESENT at the time at and releases their leases. It returns the ids it
-// marked: an id is missing when owner no longer holds its lease or its state changed meanwhile.
-// When audit is not nil, it is called with the marked ids and the entries it returns are
-// appended to the audit log in the same transaction; an entry with a zero At gets at.
-func (s *Store) MarkResent(ctx context.Context, owner string, ids []uuid.UUID, at time.Time, audit func(marked []uuid.UUID) []AuditEntry) ([]uuid.UUID, error) {
+// MarkResent moves the failures with the given ids from RETRY_PENDING or PERMANENT to RESENT at
+// the time at, and releases the claims (those of owner among claims) that held them. It returns
+// the ids it marked: an id is missing when its state changed meanwhile. When audit is not nil,
+// it is called with the marked ids and the entries it returns are appended to the audit log in
+// the same transaction; an entry with a zero At gets at.
+//
+// A failure is marked whether or not its claim is still live: the record was republished. When
+// a claim expired before its mark and another resend claimed the failure again, the record is
+// republished twice (at-least-once) and the later mark finds the failure RESENT already.
+func (s *Store) MarkResent(ctx context.Context, owner string, claims []int64, ids []uuid.UUID, at time.Time, audit func(marked []uuid.UUID) []AuditEntry) ([]uuid.UUID, error) {
 	var marked []uuid.UUID
+	if audit == nil {
+		// One statement: the scheduler marks batch after batch.
+		rows, err := s.pool.Query(ctx, `
+			WITH released AS (DELETE FROM resend_claims WHERE id = ANY($3) AND owner = $4)
+			UPDATE failures SET state = 'RESENT', resent_at = $2, updated_at = $2
+			WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
+			RETURNING id`, ids, at, claims, owner)
+		if err == nil {
+			marked, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mark resent: %w", err)
+		}
+		return marked, nil
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if len(ids) > 0 {
 			rows, err := tx.Query(ctx, `
-				UPDATE failures SET state = 'RESENT', resent_at = $3, updated_at = $3,
-					lease_owner = NULL, lease_until = NULL
-				WHERE id = ANY($1) AND lease_owner = $2 AND state IN ('RETRY_PENDING', 'PERMANENT')
-				RETURNING id`, ids, owner, at)
+				UPDATE failures SET state = 'RESENT', resent_at = $2, updated_at = $2
+				WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
+				RETURNING id`, ids, at)
 			if err != nil {
 				return err
 			}
-			marked, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-			if err != nil {
+			if marked, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID]); err != nil {
 				return err
 			}
 		}
-		if audit == nil {
-			return nil
+		if err := releaseClaims(ctx, tx, owner, claims); err != nil {
+			return err
 		}
 		return resendInsertAudit(ctx, tx, audit(marked), at)
 	})
@@ -296,11 +343,12 @@ type ResendFailure struct {
 	NextAttemptAt time.Time
 }
 
-// RecordResendFailures records unacknowledged resends of failures that owner holds leased:
-// each keeps its state, counts one more resend failure (not a new failure of its message),
-// keeps the error text, is due again at NextAttemptAt when RETRY_PENDING, and is released.
-// It returns how many rows it updated.
-func (s *Store) RecordResendFailures(ctx context.Context, owner string, at time.Time, failures []ResendFailure) (int64, error) {
+// RecordResendFailures records unacknowledged resends of claimed failures: each keeps its state,
+// counts one more resend failure (not a new failure of its message), keeps the error text, and
+// is due again at NextAttemptAt when RETRY_PENDING. A failure whose state changed meanwhile to
+// neither is left alone. The claim stays until MarkResent releases it (or it expires): until
+// then no other resend claims these failures. It returns how many rows it updated.
+func (s *Store) RecordResendFailures(ctx context.Context, at time.Time, failures []ResendFailure) (int64, error) {
 	if len(failures) == 0 {
 		return 0, nil
 	}
@@ -313,27 +361,25 @@ func (s *Store) RecordResendFailures(ctx context.Context, owner string, at time.
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE failures f SET resend_failures = f.resend_failures + 1, last_resend_error = u.err,
 			next_attempt_at = CASE WHEN f.state = 'RETRY_PENDING' THEN u.next_at ELSE f.next_attempt_at END,
-			lease_owner = NULL, lease_until = NULL, updated_at = $2
-		FROM unnest($3::uuid[], $4::text[], $5::timestamptz[]) AS u(id, err, next_at)
-		WHERE f.id = u.id AND f.lease_owner = $1`, owner, at, ids, errs, nexts)
+			updated_at = $1
+		FROM unnest($2::uuid[], $3::text[], $4::timestamptz[]) AS u(id, err, next_at)
+		WHERE f.id = u.id AND f.state IN ('RETRY_PENDING', 'PERMANENT')`, at, ids, errs, nexts)
 	if err != nil {
 		return 0, fmt.Errorf("record resend failures: %w", err)
 	}
 	return tag.RowsAffected(), nil
 }
 
-// ExhaustRetries moves RETRY_PENDING failures that owner holds leased to PERMANENT with the
-// given state_reason (the retry policy's "retries exhausted"), and releases them. It returns
-// the ids it moved.
-func (s *Store) ExhaustRetries(ctx context.Context, owner string, ids []uuid.UUID, reason string, at time.Time) ([]uuid.UUID, error) {
+// ExhaustRetries moves claimed RETRY_PENDING failures to PERMANENT with the given state_reason
+// (the retry policy's "retries exhausted"). It returns the ids it moved.
+func (s *Store) ExhaustRetries(ctx context.Context, ids []uuid.UUID, reason string, at time.Time) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `
-		UPDATE failures SET state = 'PERMANENT', state_reason = $3, updated_at = $4,
-			lease_owner = NULL, lease_until = NULL
-		WHERE id = ANY($1) AND lease_owner = $2 AND state = 'RETRY_PENDING'
-		RETURNING id`, ids, owner, reason, at)
+		UPDATE failures SET state = 'PERMANENT', state_reason = $2, updated_at = $3
+		WHERE id = ANY($1) AND state = 'RETRY_PENDING'
+		RETURNING id`, ids, reason, at)
 	if err != nil {
 		return nil, fmt.Errorf("exhaust retries: %w", err)
 	}

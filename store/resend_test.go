@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +43,17 @@ func resendTestInsert(t *testing.T, pool *pgxpool.Pool, due time.Time, headers m
 	return id
 }
 
-func TestClaimDueResendsSkipsLockedAndLeased(t *testing.T) {
+// claimCount counts the claims in resend_claims.
+func claimCount(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM resend_claims`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestClaimDueResendsHoldsUntilReleasedOrExpired(t *testing.T) {
 	ctx := context.Background()
 	pool := testkit.Postgres(t)
 	st, err := store.New(store.Config{Pool: pool})
@@ -49,59 +61,130 @@ func TestClaimDueResendsSkipsLockedAndLeased(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	locked := resendTestInsert(t, pool, now.Add(-3*time.Second), nil)
-	first := resendTestInsert(t, pool, now.Add(-2*time.Second), map[string][]byte{"h": nil})
-	second := resendTestInsert(t, pool, now.Add(-time.Second), nil)
+	first := resendTestInsert(t, pool, now.Add(-3*time.Second), map[string][]byte{"h": nil})
+	second := resendTestInsert(t, pool, now.Add(-2*time.Second), nil)
+	third := resendTestInsert(t, pool, now.Add(-time.Second), nil)
 	resendTestInsert(t, pool, now.Add(time.Second), nil) // not due
 
-	// Another transaction holds a row (as a concurrent claim does): it is skipped, not waited for.
-	tx, err := pool.Begin(ctx)
+	claim, err := st.ClaimDueResends(ctx, "a", now, store.DueCursor{}, 2, now.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM failures WHERE id = $1 FOR UPDATE`, locked); err != nil {
-		t.Fatal(err)
+	if claim.ID == 0 || len(claim.IDs) != 2 || claim.IDs[0] != first || claim.IDs[1] != second ||
+		claim.Next.ID != second || !claim.Next.At.Equal(now.Add(-2*time.Second)) {
+		t.Fatalf("claim %+v: want the two earliest due rows and the cursor after the second", claim)
 	}
-	items, err := st.ClaimDueResends(ctx, "a", now, 10, now.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
+	// The records load in the order asked for, with null key, empty value and null header value.
+	items, err := st.ResendItems(ctx, []uuid.UUID{second, first, uuid.New()})
+	if err != nil || len(items) != 2 || items[0].ID != second || items[1].ID != first {
+		t.Fatalf("load: %+v, %v; want second then first", items, err)
 	}
-	if len(items) != 2 || items[0].ID != first || items[1].ID != second {
-		t.Fatalf("claimed %+v, want the two unlocked due rows, earliest first", items)
-	}
-	it := items[0]
+	it := items[1]
 	if it.Key != nil || it.Value == nil || len(it.Value) != 0 || len(it.Headers) != 1 || it.Headers[0].Value != nil ||
-		it.Offset != 7 || it.CausingMessage != "cause" || it.PublisherService != "svc" {
+		it.Offset != 7 || it.CausingMessage != "cause" || it.PublisherService != "svc" || it.State != store.StateRetryPending {
 		t.Fatalf("item %+v: null key, empty value and null header value must survive", it)
 	}
-	_ = tx.Rollback(ctx)
 
-	// Leased rows are not claimed again until their lease expires.
-	items, err = st.ClaimDueResends(ctx, "b", now, 10, now.Add(time.Minute))
-	if err != nil || len(items) != 1 || items[0].ID != locked {
-		t.Fatalf("second claim: %+v, %v: want only the formerly locked row", items, err)
+	// Held rows are not claimed again, from any cursor, until the claim expires.
+	again, err := st.ClaimDueResends(ctx, "b", now, store.DueCursor{}, 10, now.Add(time.Minute))
+	if err != nil || len(again.IDs) != 1 || again.IDs[0] != third {
+		t.Fatalf("second claim: %+v, %v: want only the third row", again, err)
 	}
-	items, err = st.ClaimDueResends(ctx, "c", now.Add(2*time.Minute), 10, now.Add(3*time.Minute))
-	if err != nil || len(items) != 4 {
-		t.Fatalf("claim after the leases expired: %d rows, %v; want 4", len(items), err)
+	empty, err := st.ClaimDueResends(ctx, "b", now, store.DueCursor{}, 10, now.Add(time.Minute))
+	if err != nil || empty.ID != 0 || len(empty.IDs) != 0 || empty.Next != (store.DueCursor{}) {
+		t.Fatalf("claim with everything held: %+v, %v; want an empty claim", empty, err)
+	}
+	later := now.Add(2 * time.Minute)
+	expired, err := st.ClaimDueResends(ctx, "c", later, store.DueCursor{}, 10, later.Add(time.Minute))
+	if err != nil || len(expired.IDs) != 4 {
+		t.Fatalf("claim after the claims expired: %+v, %v; want all 4 rows", expired, err)
+	}
+	// That claim deleted the expired ones.
+	if n := claimCount(t, pool); n != 1 {
+		t.Fatalf("%d claims after the expired ones were replaced, want 1", n)
 	}
 
-	// Only the lease owner marks.
-	marked, err := st.MarkResent(ctx, "a", []uuid.UUID{first, second}, now, nil)
-	if err != nil || len(marked) != 0 {
-		t.Fatalf("mark by a former owner: %v, %v", marked, err)
+	// A mark releases the owner's claims only, and marks whatever is still resendable.
+	marked, err := st.MarkResent(ctx, "someone-else", []int64{expired.ID}, []uuid.UUID{first}, later, nil)
+	if err != nil || len(marked) != 1 || marked[0] != first {
+		t.Fatalf("mark: %v, %v", marked, err)
 	}
-	marked, err = st.MarkResent(ctx, "c", []uuid.UUID{first}, now, func(m []uuid.UUID) []store.AuditEntry {
+	if n := claimCount(t, pool); n != 1 {
+		t.Fatalf("another owner's mark released the claim: %d claims", n)
+	}
+	marked, err = st.MarkResent(ctx, "c", []int64{expired.ID}, []uuid.UUID{first, second}, later, func(m []uuid.UUID) []store.AuditEntry {
 		return []store.AuditEntry{{FailureID: &m[0], Action: "retry", Principal: "p", Details: map[string]any{"k": "v"}}}
 	})
-	if err != nil || len(marked) != 1 || marked[0] != first {
-		t.Fatalf("mark by the owner: %v, %v", marked, err)
+	if err != nil || len(marked) != 1 || marked[0] != second {
+		t.Fatalf("mark by the owner: %v, %v; want only second (first is RESENT already)", marked, err)
+	}
+	if n := claimCount(t, pool); n != 0 {
+		t.Fatalf("%d claims after the owner's mark, want 0", n)
 	}
 	var action, details string
-	if err := pool.QueryRow(ctx, `SELECT action, details::text FROM audit_log WHERE failure_id = $1`, first).Scan(&action, &details); err != nil ||
+	if err := pool.QueryRow(ctx, `SELECT action, details::text FROM audit_log WHERE failure_id = $1`, second).Scan(&action, &details); err != nil ||
 		action != "retry" || details != `{"k": "v"}` {
 		t.Fatalf("audit: %q %q %v", action, details, err)
+	}
+	// Released rows that are still due are claimed at once.
+	rest, err := st.ClaimDueResends(ctx, "d", later, store.DueCursor{}, 10, later.Add(time.Minute))
+	if err != nil || len(rest.IDs) != 2 {
+		t.Fatalf("claim after the release: %+v, %v; want the 2 rows still RETRY_PENDING", rest, err)
+	}
+}
+
+// Concurrent claimers never get the same failure: claims are taken one at a time.
+func TestConcurrentClaimsAreDisjoint(t *testing.T) {
+	ctx := context.Background()
+	pool := testkit.Postgres(t)
+	st, err := store.New(store.Config{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	const n = 300
+	for i := range n {
+		resendTestInsert(t, pool, now.Add(-time.Duration(i%7)*time.Second), nil)
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[uuid.UUID]string{}
+		wg   sync.WaitGroup
+		errs = make(chan error, 8)
+	)
+	for w := range 8 {
+		owner := fmt.Sprintf("w%d", w)
+		wg.Go(func() {
+			for {
+				// Every claimer starts from the beginning: only the claims keep them apart.
+				c, err := st.ClaimDueResends(ctx, owner, now, store.DueCursor{}, 7, now.Add(time.Minute))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(c.IDs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, id := range c.IDs {
+					if other, dup := seen[id]; dup {
+						mu.Unlock()
+						errs <- fmt.Errorf("%s claimed by %s and %s", id, other, owner)
+						return
+					}
+					seen[id] = owner
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(seen) != n {
+		t.Fatalf("%d failures claimed, want %d", len(seen), n)
 	}
 }
 
@@ -116,43 +199,55 @@ func TestClaimResendsByID(t *testing.T) {
 	a := resendTestInsert(t, pool, now.Add(time.Hour), nil)
 	b := resendTestInsert(t, pool, now.Add(time.Hour), nil)
 	c := resendTestInsert(t, pool, now.Add(time.Hour), nil)
+	due := resendTestInsert(t, pool, now.Add(-time.Second), nil)
 	if _, err := pool.Exec(ctx, `UPDATE failures SET state = 'CLOSED', closed_reason = 'x' WHERE id = $1`, c); err != nil {
 		t.Fatal(err)
 	}
+	// The scheduler holds the due one.
+	if sc, err := st.ClaimDueResends(ctx, "sched", now, store.DueCursor{}, 10, now.Add(time.Minute)); err != nil || len(sc.IDs) != 1 {
+		t.Fatalf("scheduler claim: %+v, %v", sc, err)
+	}
 	missing := uuid.New()
-	claimed, refused, err := st.ClaimResends(ctx, "m", []uuid.UUID{b, missing, c, a}, now, now.Add(time.Minute))
+	claim, refused, err := st.ClaimResends(ctx, "m", []uuid.UUID{b, missing, c, a, due}, now, now.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(claimed) != 2 || claimed[0].ID != b || claimed[1].ID != a {
-		t.Fatalf("claimed %+v, want b then a", claimed)
+	if claim.ID == 0 || len(claim.Items) != 2 || claim.Items[0].ID != b || claim.Items[1].ID != a {
+		t.Fatalf("claimed %+v, want b then a", claim)
 	}
-	if len(refused) != 1 || refused[c].State != store.StateClosed || refused[c].InProgress {
+	if len(refused) != 2 || refused[c].State != store.StateClosed || refused[c].InProgress ||
+		refused[due].State != store.StateRetryPending || !refused[due].InProgress {
 		t.Fatalf("refused %+v", refused)
 	}
-	// Claimed again while leased: in progress.
-	claimed, refused, err = st.ClaimResends(ctx, "n", []uuid.UUID{a}, now, now.Add(time.Minute))
-	if err != nil || len(claimed) != 0 || !refused[a].InProgress {
-		t.Fatalf("second claim: %+v %+v %v", claimed, refused, err)
+	// Claimed again while held: in progress. A due claim skips it too.
+	again, refused, err := st.ClaimResends(ctx, "n", []uuid.UUID{a}, now, now.Add(time.Minute))
+	if err != nil || again.ID != 0 || len(again.Items) != 0 || !refused[a].InProgress {
+		t.Fatalf("second claim: %+v %+v %v", again, refused, err)
 	}
 	// A failed send keeps the state and pushes a RETRY_PENDING failure back.
 	next := now.Add(10 * time.Second)
-	n, err := st.RecordResendFailures(ctx, "m", now, []store.ResendFailure{{ID: a, Error: "broker down", NextAttemptAt: next}})
+	n, err := st.RecordResendFailures(ctx, now, []store.ResendFailure{{ID: a, Error: "broker down", NextAttemptAt: next}})
 	if err != nil || n != 1 {
 		t.Fatalf("record: %d, %v", n, err)
 	}
 	var (
 		state    string
 		failures int
-		due      time.Time
-		owner    *string
+		dueAt    time.Time
 	)
-	if err := pool.QueryRow(ctx, `SELECT state, resend_failures, next_attempt_at, lease_owner FROM failures WHERE id = $1`, a).
-		Scan(&state, &failures, &due, &owner); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT state, resend_failures, next_attempt_at FROM failures WHERE id = $1`, a).
+		Scan(&state, &failures, &dueAt); err != nil {
 		t.Fatal(err)
 	}
-	if state != "RETRY_PENDING" || failures != 1 || !due.Equal(next) || owner != nil {
-		t.Fatalf("after the failed send: %s %d %v %v", state, failures, due, owner)
+	if state != "RETRY_PENDING" || failures != 1 || !dueAt.Equal(next) {
+		t.Fatalf("after the failed send: %s %d %v", state, failures, dueAt)
+	}
+	// Releasing the claim without marking anything frees both failures.
+	if _, err := st.MarkResent(ctx, "m", []int64{claim.ID}, nil, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, refused, err := st.ClaimResends(ctx, "n", []uuid.UUID{a, b}, now, now.Add(time.Minute)); err != nil || len(refused) != 0 {
+		t.Fatalf("claim after the release: refused %+v, %v", refused, err)
 	}
 }
 
@@ -173,40 +268,40 @@ func TestClaimDueResendsAfterCursor(t *testing.T) {
 	var (
 		cursor store.DueCursor
 		seen   = map[uuid.UUID]bool{}
-		order  []store.ResendItem
+		order  []uuid.UUID
 	)
 	for {
-		items, err := st.ClaimDueResendsAfter(ctx, "a", now, cursor, 2, now.Add(time.Minute))
+		claim, err := st.ClaimDueResends(ctx, "a", now, cursor, 2, now.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(items) == 0 {
+		if len(claim.IDs) == 0 {
 			break
 		}
-		for _, it := range items {
-			if seen[it.ID] {
-				t.Fatalf("%s claimed twice", it.ID)
+		for _, id := range claim.IDs {
+			if seen[id] {
+				t.Fatalf("%s claimed twice", id)
 			}
-			seen[it.ID] = true
+			seen[id] = true
 		}
-		order = append(order, items...)
-		cursor = cursor.After(items)
+		order = append(order, claim.IDs...)
+		cursor = claim.Next
 	}
-	if len(order) != 6 || order[0].ID != first {
-		t.Fatalf("claimed %d rows, first %s; want 6, first %s", len(order), order[0].ID, first)
+	if len(order) != 6 || order[0] != first {
+		t.Fatalf("claimed %d rows, first %s; want 6, first %s", len(order), order[0], first)
 	}
 	for i := 2; i < len(order); i++ {
-		if order[i-1].ID.String() >= order[i].ID.String() {
-			t.Fatalf("rows due at the same instant out of id order: %s before %s", order[i-1].ID, order[i].ID)
+		if order[i-1].String() >= order[i].String() {
+			t.Fatalf("rows due at the same instant out of id order: %s before %s", order[i-1], order[i])
 		}
 	}
 
 	// A row due before the cursor is not claimed after it; a claim from the start gets it.
 	early := resendTestInsert(t, pool, now.Add(-2*time.Minute), nil)
-	if items, err := st.ClaimDueResendsAfter(ctx, "a", now, cursor, 10, now.Add(time.Minute)); err != nil || len(items) != 0 {
-		t.Fatalf("claim after the cursor: %d rows, %v; want none", len(items), err)
+	if c, err := st.ClaimDueResends(ctx, "a", now, cursor, 10, now.Add(time.Minute)); err != nil || len(c.IDs) != 0 {
+		t.Fatalf("claim after the cursor: %d rows, %v; want none", len(c.IDs), err)
 	}
-	if items, err := st.ClaimDueResendsAfter(ctx, "a", now, store.DueCursor{}, 10, now.Add(time.Minute)); err != nil || len(items) != 1 || items[0].ID != early {
-		t.Fatalf("claim from the start: %+v, %v; want only the early row", items, err)
+	if c, err := st.ClaimDueResends(ctx, "a", now, store.DueCursor{}, 10, now.Add(time.Minute)); err != nil || len(c.IDs) != 1 || c.IDs[0] != early {
+		t.Fatalf("claim from the start: %+v, %v; want only the early row", c, err)
 	}
 }

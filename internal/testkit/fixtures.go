@@ -36,7 +36,9 @@ type FailureRow struct {
 	HeaderNames      []string
 	HeaderValues     [][]byte
 	CreatedAt        time.Time
-	LeaseUntil       *time.Time
+	// LeaseUntil, when set, puts the failure in a resend claim of "fixture" that holds it
+	// until then.
+	LeaseUntil *time.Time
 	// ClosedReason is the reason of a CLOSED row. Defaults to "fixture".
 	ClosedReason string
 }
@@ -111,15 +113,36 @@ func InsertFailure(t testing.TB, pool *pgxpool.Pool, r FailureRow) uuid.UUID {
 		INSERT INTO failures (id, state, temporality, error_code, error_message, event_id, idempotence_id,
 			event_created, publisher_system, publisher_service, original_topic, original_partition,
 			original_offset, original_key, original_value, header_names, header_values, message_type,
-			causing_message, attempt, next_attempt_at, closed_reason, lease_until, group_id, created_at)
+			causing_message, attempt, next_attempt_at, closed_reason, group_id, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-			$20, $21, $22, $23, $24, $25)`,
+			$20, $21, $22, $23, $24)`,
 		id, r.State, r.Temporality, r.ErrorCode, r.ErrorMessage, uuid.NewString(), id.String(),
 		r.CreatedAt, r.PublisherSystem, r.PublisherService, r.Topic, r.Partition, r.Offset,
 		r.Key, r.Value, r.HeaderNames, r.HeaderValues, r.MessageType, r.Causing, r.Attempt, next,
-		reason, r.LeaseUntil, groupID, r.CreatedAt)
+		reason, groupID, r.CreatedAt)
 	if err != nil {
 		t.Fatalf("testkit: insert failure: %v", err)
+	}
+	if r.LeaseUntil != nil {
+		InsertClaim(t, pool, "fixture", *r.LeaseUntil, id)
+	}
+	return id
+}
+
+// InsertClaim records a resend claim of owner that holds the failures ids until leaseUntil, as
+// a resend that is sending them (or that crashed) has, and returns its id.
+func InsertClaim(t testing.TB, pool *pgxpool.Pool, owner string, leaseUntil time.Time, ids ...uuid.UUID) int64 {
+	t.Helper()
+	claimedAt := time.Now()
+	if leaseUntil.Before(claimedAt) {
+		claimedAt = leaseUntil
+	}
+	claimedAt = claimedAt.Add(-time.Minute)
+	var id int64
+	if err := pool.QueryRow(context.Background(), `
+		INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids) VALUES ($1, $2, $3, $4)
+		RETURNING id`, owner, claimedAt, leaseUntil, ids).Scan(&id); err != nil {
+		t.Fatalf("testkit: insert claim: %v", err)
 	}
 	return id
 }
