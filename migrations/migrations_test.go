@@ -15,6 +15,19 @@ import (
 	"github.com/redrive/redrive/migrations"
 )
 
+// migrateTo applies the migrations up to version and returns the provider.
+func migrateTo(t *testing.T, db *sql.DB, version int64) *goose.Provider {
+	t.Helper()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, os.DirFS("."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(context.Background(), version); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func tableExists(t *testing.T, db *sql.DB, name string) bool {
 	t.Helper()
 	var ok bool
@@ -111,15 +124,9 @@ func TestCheckOlderAndNewer(t *testing.T) {
 	db := testkit.EmptyPostgres(t).OpenSQL(t)
 
 	// Apply only the first migration, as an older redrive would have.
-	p, err := goose.NewProvider(goose.DialectPostgres, db, os.DirFS("."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	migrateTo(t, db, 1)
 	if migrations.Latest() > 1 {
-		err = migrations.Check(ctx, db)
+		err := migrations.Check(ctx, db)
 		if !errors.Is(err, migrations.ErrNotMigrated) || !strings.Contains(err.Error(), "version 1") {
 			t.Errorf("Check at version 1 = %v, want ErrNotMigrated naming version 1", err)
 		}
@@ -132,7 +139,7 @@ func TestCheckOlderAndNewer(t *testing.T) {
 	if _, err := db.Exec("INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)", migrations.Latest()+1); err != nil {
 		t.Fatal(err)
 	}
-	err = migrations.Check(ctx, db)
+	err := migrations.Check(ctx, db)
 	if !errors.Is(err, migrations.ErrSchemaNewer) {
 		t.Fatalf("Check on a newer schema = %v, want ErrSchemaNewer", err)
 	}
@@ -168,13 +175,7 @@ func TestResendClaimsMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testkit.EmptyPostgres(t).OpenSQL(t)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, os.DirFS("."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 5); err != nil {
-		t.Fatal(err)
-	}
+	p := migrateTo(t, db, 5)
 	insert := func(owner *string, until string) string {
 		t.Helper()
 		var id string

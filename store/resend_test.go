@@ -43,6 +43,17 @@ func resendTestInsert(t *testing.T, pool *pgxpool.Pool, due time.Time, headers m
 	return id
 }
 
+// resendTestStore returns a store on a fresh database and the tests' now.
+func resendTestStore(t *testing.T) (context.Context, *pgxpool.Pool, *store.Store, time.Time) {
+	t.Helper()
+	pool := testkit.Postgres(t)
+	st, err := store.New(store.Config{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return context.Background(), pool, st, time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+}
+
 // claimCount counts the claims in resend_claims.
 func claimCount(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
@@ -54,13 +65,7 @@ func claimCount(t *testing.T, pool *pgxpool.Pool) int {
 }
 
 func TestClaimDueResendsHoldsUntilReleasedOrExpired(t *testing.T) {
-	ctx := context.Background()
-	pool := testkit.Postgres(t)
-	st, err := store.New(store.Config{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	ctx, pool, st, now := resendTestStore(t)
 	first := resendTestInsert(t, pool, now.Add(-3*time.Second), map[string][]byte{"h": nil})
 	second := resendTestInsert(t, pool, now.Add(-2*time.Second), nil)
 	third := resendTestInsert(t, pool, now.Add(-time.Second), nil)
@@ -135,13 +140,7 @@ func TestClaimDueResendsHoldsUntilReleasedOrExpired(t *testing.T) {
 
 // Concurrent claimers never get the same failure: claims are taken one at a time.
 func TestConcurrentClaimsAreDisjoint(t *testing.T) {
-	ctx := context.Background()
-	pool := testkit.Postgres(t)
-	st, err := store.New(store.Config{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	ctx, pool, st, now := resendTestStore(t)
 	const n = 300
 	for i := range n {
 		resendTestInsert(t, pool, now.Add(-time.Duration(i%7)*time.Second), nil)
@@ -189,13 +188,7 @@ func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 }
 
 func TestClaimResendsByID(t *testing.T) {
-	ctx := context.Background()
-	pool := testkit.Postgres(t)
-	st, err := store.New(store.Config{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	ctx, pool, st, now := resendTestStore(t)
 	a := resendTestInsert(t, pool, now.Add(time.Hour), nil)
 	b := resendTestInsert(t, pool, now.Add(time.Hour), nil)
 	c := resendTestInsert(t, pool, now.Add(time.Hour), nil)
@@ -254,13 +247,7 @@ func TestClaimResendsByID(t *testing.T) {
 // Claims after a cursor continue in due order (next_attempt_at, then id): rows due at the same
 // instant are neither skipped nor claimed twice, and rows before the cursor are left alone.
 func TestClaimDueResendsAfterCursor(t *testing.T) {
-	ctx := context.Background()
-	pool := testkit.Postgres(t)
-	st, err := store.New(store.Config{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	ctx, pool, st, now := resendTestStore(t)
 	first := resendTestInsert(t, pool, now.Add(-time.Minute), nil)
 	for range 5 {
 		resendTestInsert(t, pool, now.Add(-time.Second), nil)
