@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ func benchResend(ctx context.Context, args []string) error {
 			"PostgreSQL server whose user may CREATE DATABASE; a scratch database is created and dropped (env DATABASE_URL)")
 		brokers    = fs.String("brokers", "", "Kafka bootstrap servers; empty starts an in-process kfake cluster")
 		fillfactor = fs.Int("fillfactor", 0, "set the failures table's fillfactor before the runs (0 keeps the table's, 100 by default)")
+		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of this process over the measured windows of the resend (until every record is acknowledged) to this file")
 		timings    = fs.Bool("timings", false, "print CPU times and the scheduler's claim, load, send and mark histograms after each run")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -88,6 +90,14 @@ func benchResend(ctx context.Context, args []string) error {
 	fmt.Println("acked: records/s until the broker acknowledged every resent record; marked: until every failure is RESENT")
 	fmt.Printf("%-5s %12s %12s %7s %12s %7s\n", "run", "plain rec/s", "acked rec/s", "ratio", "marked rec/s", "ratio")
 	var plains, ackeds, markeds, ackRatios, markRatios []float64
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		resendProfile = f
+	}
 	for r := 1; r <= *runs; r++ {
 		res, err := resendScheduler(ctx, pool, st, bootstrap, "bench-resend", *n, *valueSize, r, *batch, *concurrency, *timings,
 			func() (time.Duration, error) { return resendPlainProducer(bootstrap, "bench-plain", *n, *valueSize, r) })
@@ -101,6 +111,10 @@ func benchResend(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("%-5s %12.0f %12.0f %7.2f %12.0f %7.2f\n", "med", resendMedian(plains), resendMedian(ackeds),
 		resendMedian(ackRatios), resendMedian(markeds), resendMedian(markRatios))
+	// The two producers' run-to-run noise is independent, so a ratio of one run's figures
+	// scatters more than either; the ratio of the medians is the steadier estimate.
+	fmt.Printf("ratio of the medians: acked %.2f, marked %.2f\n",
+		resendMedian(ackeds)/resendMedian(plains), resendMedian(markeds)/resendMedian(plains))
 	if *timings {
 		return resendUpdateStats(ctx, pool)
 	}
@@ -200,6 +214,10 @@ func resendPlainProducer(bootstrap, topic string, n, valueSize, run int) (time.D
 	}
 	return time.Since(start), nil
 }
+
+// resendProfile, when set, receives a CPU profile of the next run's resend until every record
+// is acknowledged.
+var resendProfile *os.File
 
 // resendTimes are the durations of one run: the plain producer's, and those of the bulk resend
 // from the moment the failures are due.
@@ -302,12 +320,21 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 	}
 	before := resendHistograms(reg)
 	cpu0 := resendCPU(ctx, pool)
+	if resendProfile != nil {
+		if err := pprof.StartCPUProfile(resendProfile); err != nil {
+			return el, err
+		}
+	}
 	start := time.Now()
 	ahead.Store(int64(time.Hour + time.Second)) // the failures are due from now on
 	if err := wait(acked, resendWarmup+n); err != nil {
 		return el, err
 	}
 	el.acked = time.Since(start)
+	if resendProfile != nil {
+		pprof.StopCPUProfile()
+		resendProfile = nil // one window: a profile file holds one profile
+	}
 	if err := wait(resent, resendWarmup+n); err != nil {
 		return el, err
 	}
