@@ -41,9 +41,9 @@ func (r *roundStats) add(o roundStats) {
 // round claims, sends and marks due failures until none is left or ctx ends. It is a pipeline
 // of three stages, so that the database and the broker work at the same time:
 //
-//   - one claimer claims batch after batch in due order, each claim starting after the last
-//     row of the one before (store.DueClaim.Next), until a claim is not full; a claim reads
-//     only the due index and writes one row;
+//   - one claimer claims Concurrency batches at a time in due order, each claim starting
+//     after the last row of the one before (store.DueClaim.Next), until a claim is not full; a
+//     claim reads only the due index and writes one row per batch;
 //   - Concurrency senders each load the records of one batch, produce them and wait for the
 //     acknowledgements; a batch that is acknowledged goes to the marker, and the sender takes
 //     the next batch at once;
@@ -95,8 +95,8 @@ func (s *Scheduler) round(ctx context.Context) (roundStats, error) {
 	return total, errors.Join(errs...)
 }
 
-// claimLoop claims batches in due order and hands them to the senders until a claim is not
-// full, fails, or ctx ends.
+// claimLoop claims batches in due order, Concurrency batches per claim transaction, and hands
+// them to the senders until a claim is not full, fails, or ctx ends.
 func (s *Scheduler) claimLoop(ctx context.Context, out chan<- store.DueClaim) error {
 	var cursor store.DueCursor
 	for ctx.Err() == nil {
@@ -105,19 +105,20 @@ func (s *Scheduler) claimLoop(ctx context.Context, out chan<- store.DueClaim) er
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 		now := s.cfg.Now()
 		start := time.Now()
-		claim, err := s.store.ClaimDueResends(cctx, s.cfg.InstanceID, now, cursor, s.cfg.BatchSize, now.Add(s.cfg.Lease))
+		claims, err := s.store.ClaimDueBatches(cctx, s.cfg.InstanceID, now, cursor, s.cfg.BatchSize, s.cfg.Concurrency, now.Add(s.cfg.Lease))
 		s.metrics.claim.Observe(time.Since(start).Seconds())
 		cancel()
 		if err != nil {
 			return err
 		}
-		if len(claim.IDs) == 0 {
-			return nil
+		n := 0
+		for _, c := range claims {
+			n += len(c.IDs)
+			cursor = c.Next
+			// The rows are claimed by this instance now: they are sent even when ctx ends.
+			out <- c
 		}
-		cursor = claim.Next
-		// The rows are claimed by this instance now: they are sent even when ctx ends.
-		out <- claim
-		if len(claim.IDs) < s.cfg.BatchSize {
+		if n < s.cfg.BatchSize*s.cfg.Concurrency {
 			return nil
 		}
 	}

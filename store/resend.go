@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,22 +97,38 @@ type DueClaim struct {
 
 // ClaimDueResends claims up to limit RETRY_PENDING failures that are due at now, that come after
 // the cursor in due order (next_attempt_at, id), and that no live claim holds, for owner until
-// leaseUntil; the earliest due first.
+// leaseUntil; the earliest due first. It is ClaimDueBatches for one batch; the claim is empty
+// (ID 0, Next = after) when nothing is due.
+func (s *Store) ClaimDueResends(ctx context.Context, owner string, now time.Time, after DueCursor, limit int, leaseUntil time.Time) (DueClaim, error) {
+	claims, err := s.ClaimDueBatches(ctx, owner, now, after, limit, 1, leaseUntil)
+	if err != nil || len(claims) == 0 {
+		return DueClaim{Next: after}, err
+	}
+	return claims[0], nil
+}
+
+// ClaimDueBatches claims up to batches × batchSize RETRY_PENDING failures that are due at now,
+// that come after the cursor in due order (next_attempt_at, id), and that no live claim holds,
+// for owner until leaseUntil, as consecutive claims of batchSize failures (the last one may be
+// smaller), in due order. It returns no claim when nothing is due.
 //
 // Claims are taken one at a time (claims.go), so concurrent callers never get the same failure
 // while its claim runs. A claim reads only the index failures_due_idx (migration 005), in order,
-// and writes one row: it holds the claim lock for little more than the time to read limit index
-// entries, however large the records are. The caller loads the records (ResendItems) after the
-// claim, in parallel with the next claim. A caller that claims batch after batch passes the
-// cursor of its last claim (DueClaim.Next), so that each claim reads only entries it has not
-// seen: the failures it claimed before stay RETRY_PENDING until they are marked. The claim is
-// one short transaction: none stays open while the caller sends.
-func (s *Store) ClaimDueResends(ctx context.Context, owner string, now time.Time, after DueCursor, limit int, leaseUntil time.Time) (DueClaim, error) {
+// and writes one row per batch: it holds the claim lock for little more than the time to read
+// the index entries, however large the records are. The caller loads the records
+// (ResendItems) after the claim, in parallel with the next claim. A caller that claims again and
+// again passes the cursor of its last claim (DueClaim.Next), so that each claim reads only
+// entries it has not seen: the failures it claimed before stay RETRY_PENDING until they are
+// marked. The claim is one short transaction: none stays open while the caller sends.
+func (s *Store) ClaimDueBatches(ctx context.Context, owner string, now time.Time, after DueCursor, batchSize, batches int, leaseUntil time.Time) ([]DueClaim, error) {
+	if batchSize <= 0 || batches <= 0 {
+		return nil, fmt.Errorf("claim due resends: batch size %d and batches %d must be positive", batchSize, batches)
+	}
 	afterAt := pgtype.Timestamptz{Time: after.At, Valid: true}
 	if after.At.IsZero() {
 		afterAt.InfinityModifier = pgtype.NegativeInfinity
 	}
-	claim := DueClaim{Next: after}
+	var claims []DueClaim
 	// One round trip: under load every round trip waits for the CPU twice (client and server),
 	// and the claim lock is held meanwhile. The lock is taken by a statement of its own, so that
 	// the claim's snapshot, taken after it, sees every claim committed before.
@@ -132,36 +149,50 @@ func (s *Store) ClaimDueResends(ctx context.Context, owner string, now time.Time
 	b.Queue(lockClaimsSQL)
 	b.Queue(`
 		WITH picked AS (
-			SELECT f.id, f.next_attempt_at FROM failures f
-			WHERE f.state = 'RETRY_PENDING' AND f.next_attempt_at <= $1
-			  AND (f.next_attempt_at, f.id) > ($3::timestamptz, $4::uuid)
-			  AND f.id NOT IN (`+liveClaimedSQL("$1")+`)
-			ORDER BY f.next_attempt_at, f.id
-			LIMIT $2
+			SELECT f.id, f.next_attempt_at, row_number() OVER (ORDER BY f.next_attempt_at, f.id) - 1 AS n
+			FROM (
+				SELECT f.id, f.next_attempt_at FROM failures f
+				WHERE f.state = 'RETRY_PENDING' AND f.next_attempt_at <= $1
+				  AND (f.next_attempt_at, f.id) > ($3::timestamptz, $4::uuid)
+				  AND f.id NOT IN (`+liveClaimedSQL("$1")+`)
+				ORDER BY f.next_attempt_at, f.id
+				LIMIT $2
+			) f
 		), expired AS (
 			DELETE FROM resend_claims WHERE lease_until <= $1
 		)
 		INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids)
-		SELECT $5, $1, $6, array_agg(id ORDER BY next_attempt_at, id) FROM picked HAVING count(*) > 0
+		SELECT $5, $1, $6, array_agg(id ORDER BY next_attempt_at, id) FROM picked GROUP BY n / $7
 		RETURNING id, failure_ids,
 			(SELECT f.next_attempt_at FROM failures f WHERE f.id = failure_ids[cardinality(failure_ids)])`,
-		now, limit, afterAt, after.ID, owner, leaseUntil).QueryRow(func(row pgx.Row) error {
-		var at time.Time
-		err := row.Scan(&claim.ID, &claim.IDs, &at)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return nil // nothing due
-		case err != nil:
-			return err
-		}
-		claim.Next = DueCursor{At: at, ID: claim.IDs[len(claim.IDs)-1]}
-		return nil
+		now, batchSize*batches, afterAt, after.ID, owner, leaseUntil, batchSize).Query(func(rows pgx.Rows) error {
+		var (
+			c  DueClaim
+			at time.Time
+		)
+		_, err := pgx.ForEachRow(rows, []any{&c.ID, &c.IDs, &at}, func() error {
+			c.Next = DueCursor{At: at, ID: c.IDs[len(c.IDs)-1]}
+			claims = append(claims, c)
+			c = DueClaim{}
+			return nil
+		})
+		return err
 	})
 	b.Queue("COMMIT")
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return DueClaim{}, fmt.Errorf("claim due resends: %w", err)
+		return nil, fmt.Errorf("claim due resends: %w", err)
 	}
-	return claim, nil
+	// The claims cover consecutive ranges of the due order: order them by where they end.
+	sort.Slice(claims, func(i, j int) bool { return claims[i].Next.before(claims[j].Next) })
+	return claims, nil
+}
+
+// before reports whether c comes before o in due order.
+func (c DueCursor) before(o DueCursor) bool {
+	if !c.At.Equal(o.At) {
+		return c.At.Before(o.At)
+	}
+	return bytes.Compare(c.ID[:], o.ID[:]) < 0
 }
 
 // ResendItems returns the failures with the given ids that are RETRY_PENDING or PERMANENT, in the

@@ -292,3 +292,43 @@ func TestClaimDueResendsAfterCursor(t *testing.T) {
 		t.Fatalf("claim from the start: %+v, %v; want only the early row", c, err)
 	}
 }
+
+// One claim transaction can take several batches: consecutive claims in due order, the last one
+// smaller, each its own claim row.
+func TestClaimDueBatches(t *testing.T) {
+	ctx, pool, st, now := resendTestStore(t)
+	var want []uuid.UUID
+	for i := range 7 {
+		want = append(want, resendTestInsert(t, pool, now.Add(-time.Duration(10-i)*time.Second), nil))
+	}
+	claims, err := st.ClaimDueBatches(ctx, "a", now, store.DueCursor{}, 3, 4, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 3 || len(claims[0].IDs) != 3 || len(claims[1].IDs) != 3 || len(claims[2].IDs) != 1 {
+		t.Fatalf("claims %+v: want batches of 3, 3 and 1", claims)
+	}
+	var got []uuid.UUID
+	ids := map[int64]bool{}
+	for _, c := range claims {
+		got = append(got, c.IDs...)
+		ids[c.ID] = true
+		if c.Next.ID != c.IDs[len(c.IDs)-1] {
+			t.Fatalf("claim %+v: its cursor is not after its last failure", c)
+		}
+	}
+	if len(ids) != 3 || claimCount(t, pool) != 3 {
+		t.Fatalf("%d claim ids, %d claim rows; want 3 each", len(ids), claimCount(t, pool))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("claimed %v, want %v (due order)", got, want)
+		}
+	}
+	if _, err := st.ClaimDueBatches(ctx, "a", now, store.DueCursor{}, 0, 4, now.Add(time.Minute)); err == nil {
+		t.Fatal("a batch size of 0 was accepted")
+	}
+	if more, err := st.ClaimDueBatches(ctx, "b", now, store.DueCursor{}, 3, 4, now.Add(time.Minute)); err != nil || len(more) != 0 {
+		t.Fatalf("second claim: %+v, %v; want none (all held)", more, err)
+	}
+}
