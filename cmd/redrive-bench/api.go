@@ -43,10 +43,9 @@ func benchAPI(ctx context.Context, args []string) error {
 		n        = fs.Int("n", 1000000, "failures to seed")
 		requests = fs.Int("requests", 500, "measured requests per scenario")
 		deep     = fs.Int("page", 1000, "the deep page to fetch via its cursor")
-		dbURL    = fs.String("database-url", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
-			"PostgreSQL server whose user may CREATE DATABASE; a scratch database is created and dropped (env DATABASE_URL)")
-		reuse = fs.String("reuse", "", "URL of a database seeded by an earlier run with -keep; skips the seeding")
-		keep  = fs.Bool("keep", false, "keep the seeded database and print its URL, for -reuse")
+		dbURL    = scratchServerFlag(fs)
+		reuse    = fs.String("reuse", "", "URL of a database seeded by an earlier run with -keep; skips the seeding")
+		keep     = fs.Bool("keep", false, "keep the seeded database and print its URL, for -reuse")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err

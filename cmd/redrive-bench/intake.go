@@ -49,8 +49,7 @@ func benchIntake(ctx context.Context, args []string) error {
 		batch      = fs.Int("batch", intake.DefaultBatchSize, "intake batch size")
 		runs       = fs.Int("runs", 3, "runs of phases 1 and 2, alternated; phase 3 runs once")
 		writers    = fs.Int("writers", intake.DefaultWriters, "intake writers (Postgres connections writing batches at once)")
-		dbURL      = fs.String("database-url", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
-			"PostgreSQL server whose user may CREATE DATABASE; a scratch database is created and dropped (env DATABASE_URL)")
+		dbURL      = scratchServerFlag(fs)
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -261,16 +260,9 @@ func intakeRawCopy(ctx context.Context, pool *pgxpool.Pool, events []store.Incom
 
 // intakeLoadedCluster starts a kfake cluster and produces the encoded events to its error topic.
 func intakeLoadedCluster(encoded [][]byte, partitions int) (*kfake.Cluster, string, error) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	cluster, bootstrap, err := startCluster(map[string]int{"errors": partitions, "errors-dlt": 1})
 	if err != nil {
-		return nil, "", fmt.Errorf("start kfake: %w", err)
-	}
-	bootstrap := strings.Join(cluster.ListenAddrs(), ",")
-	for topic, p := range map[string]int{"errors": partitions, "errors-dlt": 1} {
-		if err := cluster.CreateTopic(topic, int32(p), nil); err != nil {
-			cluster.Close()
-			return nil, "", err
-		}
+		return nil, "", err
 	}
 	prod, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
 		"enable.idempotence": true, "log_level": 3})

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/redrive/redrive/migrations"
 )
@@ -104,6 +106,29 @@ func scratchDatabase(ctx context.Context, serverURL string) (*pgxpool.Pool, func
 		return nil, nil, err
 	}
 	return pool, func() { pool.Close(); drop() }, nil
+}
+
+// scratchServerFlag defines the -database-url flag of the benchmarks that work in a scratch
+// database (scratchDatabase).
+func scratchServerFlag(fs *flag.FlagSet) *string {
+	return fs.String("database-url", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		"PostgreSQL server whose user may CREATE DATABASE; a scratch database is created and dropped (env DATABASE_URL)")
+}
+
+// startCluster starts an in-process kfake cluster with the given topics (name → partitions)
+// and returns it and its bootstrap servers.
+func startCluster(topics map[string]int) (*kfake.Cluster, string, error) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return nil, "", fmt.Errorf("start kfake: %w", err)
+	}
+	for topic, p := range topics {
+		if err := cluster.CreateTopic(topic, int32(p), nil); err != nil {
+			cluster.Close()
+			return nil, "", fmt.Errorf("create topic %s: %w", topic, err)
+		}
+	}
+	return cluster, strings.Join(cluster.ListenAddrs(), ","), nil
 }
 
 // envOr returns the environment variable name, or def when it is unset or empty.

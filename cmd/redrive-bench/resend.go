@@ -21,7 +21,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/store"
@@ -41,12 +40,11 @@ func benchResend(ctx context.Context, args []string) error {
 		runs        = fs.Int("runs", 3, "runs; each resends -n fresh failures and sends -n plain records")
 		batch       = fs.Int("batch", resend.DefaultBatchSize, "scheduler claim batch size")
 		concurrency = fs.Int("concurrency", resend.DefaultConcurrency, "scheduler batches in flight")
-		dbURL       = fs.String("database-url", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
-			"PostgreSQL server whose user may CREATE DATABASE; a scratch database is created and dropped (env DATABASE_URL)")
-		brokers    = fs.String("brokers", "", "Kafka bootstrap servers; empty starts an in-process kfake cluster")
-		fillfactor = fs.Int("fillfactor", 0, "set the failures table's fillfactor before the runs (0 keeps the table's, 100 by default)")
-		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of this process over the measured windows of the resend (until every record is acknowledged) to this file")
-		timings    = fs.Bool("timings", false, "print CPU times and the scheduler's claim, load, send and mark histograms after each run")
+		dbURL       = scratchServerFlag(fs)
+		brokers     = fs.String("brokers", "", "Kafka bootstrap servers; empty starts an in-process kfake cluster")
+		fillfactor  = fs.Int("fillfactor", 0, "set the failures table's fillfactor before the runs (0 keeps the table's, 100 by default)")
+		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of this process over the measured windows of the resend (until every record is acknowledged) to this file")
+		timings     = fs.Bool("timings", false, "print CPU times and the scheduler's claim, load, send and mark histograms after each run")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -72,17 +70,12 @@ func benchResend(ctx context.Context, args []string) error {
 
 	bootstrap := *brokers
 	if bootstrap == "" {
-		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+		cluster, addrs, err := startCluster(map[string]int{"bench-plain": *partitions, "bench-resend": *partitions})
 		if err != nil {
-			return fmt.Errorf("start kfake: %w", err)
+			return err
 		}
 		defer cluster.Close()
-		bootstrap = strings.Join(cluster.ListenAddrs(), ",")
-		for _, topic := range []string{"bench-plain", "bench-resend"} {
-			if err := cluster.CreateTopic(topic, int32(*partitions), nil); err != nil {
-				return fmt.Errorf("create topic %s: %w", topic, err)
-			}
-		}
+		bootstrap = addrs
 	}
 
 	fmt.Printf("resend benchmark: %d records of %d bytes, 3 stored headers, %d partitions, batch %d, concurrency %d\n",
