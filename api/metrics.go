@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/internal/promreg"
 )
 
 // metrics are the API's Prometheus metrics.
@@ -40,33 +41,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
-		return nil, err
-	}
-	if m.duration, err = register(reg, m.duration); err != nil {
-		return nil, err
-	}
-	if m.actions, err = register(reg, m.actions); err != nil {
-		return nil, err
+	set := promreg.New(reg)
+	m.requests = promreg.Register(set, m.requests)
+	m.duration = promreg.Register(set, m.duration)
+	m.actions = promreg.Register(set, m.actions)
+	if err := set.Err(); err != nil {
+		return nil, fmt.Errorf("register api metrics: %w", err)
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector registered before (a second handler on the
-// same registry shares the metrics).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var already prometheus.AlreadyRegisteredError
-	switch {
-	case err == nil:
-		return c, nil
-	case errors.As(err, &already):
-		if existing, ok := already.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("register api metrics: %w", err)
 }
 
 // statusRecorder remembers the status code a handler writes.

@@ -1,10 +1,11 @@
 package errorhandler
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/internal/promreg"
 )
 
 // Outcome is what became of a record.
@@ -80,35 +81,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var err error
-	m.failures = register(reg, m.failures, &err)
-	m.handled = register(reg, m.handled, &err)
-	m.halted = register(reg, m.halted, &err)
-	m.consecutive = register(reg, m.consecutive, &err)
-	m.produced = register(reg, m.produced, &err)
-	m.produceFailures = register(reg, m.produceFailures, &err)
-	m.inFlight = register(reg, m.inFlight, &err)
-	m.blocked = register(reg, m.blocked, &err)
-	if err != nil {
+	set := promreg.New(reg)
+	m.failures = promreg.Register(set, m.failures)
+	m.handled = promreg.Register(set, m.handled)
+	m.halted = promreg.Register(set, m.halted)
+	m.consecutive = promreg.Register(set, m.consecutive)
+	m.produced = promreg.Register(set, m.produced)
+	m.produceFailures = promreg.Register(set, m.produceFailures)
+	m.inFlight = promreg.Register(set, m.inFlight)
+	m.blocked = promreg.Register(set, m.blocked)
+	if err := set.Err(); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under its name.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		if *errp == nil {
-			*errp = err
-		}
-	}
-	return c
 }
 
 func (m *metrics) failure(phase string, outcome Outcome, topic string) {

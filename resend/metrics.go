@@ -1,9 +1,9 @@
 package resend
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/internal/promreg"
 )
 
 // Triggers of a resend, the "trigger" label of redrive_resend_total.
@@ -83,30 +83,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var errs []error
-	m.resends = register(reg, m.resends, &errs)
-	m.acked = register(reg, m.acked, &errs)
-	m.lag = register(reg, m.lag, &errs)
-	m.claim = register(reg, m.claim, &errs)
-	m.load = register(reg, m.load, &errs)
-	m.send = register(reg, m.send, &errs)
-	m.mark = register(reg, m.mark, &errs)
-	m.deleted = register(reg, m.deleted, &errs)
-	m.deletedGroups = register(reg, m.deletedGroups, &errs)
-	return m, errors.Join(errs...)
-}
-
-// register registers c, or returns the equal collector registered before (several schedulers
-// in one process share their metrics).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, errs *[]error) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		*errs = append(*errs, err)
-	}
-	return c
+	set := promreg.New(reg)
+	m.resends = promreg.Register(set, m.resends)
+	m.acked = promreg.Register(set, m.acked)
+	m.lag = promreg.Register(set, m.lag)
+	m.claim = promreg.Register(set, m.claim)
+	m.load = promreg.Register(set, m.load)
+	m.send = promreg.Register(set, m.send)
+	m.mark = promreg.Register(set, m.mark)
+	m.deleted = promreg.Register(set, m.deleted)
+	m.deletedGroups = promreg.Register(set, m.deletedGroups)
+	return m, set.Err()
 }
