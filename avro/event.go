@@ -51,6 +51,14 @@ const (
 	HeaderErrorHandlingService = "jeap_eh_error_handling_service"
 	// HeaderOrigin carries the causing-message identity on a resent record.
 	HeaderOrigin = "redrive-origin"
+	// ValueNullEntry is the metadata map entry that marks a null original value (a tombstone):
+	// originalMessage cannot be null in the contract, so a redrive producer writes it empty and
+	// adds this entry with the value "true". An event without the entry keeps the contract's
+	// meaning (the value was the bytes of originalMessage).
+	ValueNullEntry = "redrive-value-null"
+	// InPlaceAttemptsEntry is the metadata map entry with the number of in-place attempts the
+	// middleware made before it dead-lettered the record, as a decimal UTF-8 string.
+	InPlaceAttemptsEntry = "redrive-inplace-attempts"
 )
 
 // Full names of the two records, used for TopicRecordNameStrategy subjects.
