@@ -92,8 +92,9 @@ func (r *Resender) MaxIDs() int { return r.s.cfg.MaxManualIDs }
 // outcome per distinct id: resent, not_found, conflict (not RETRY_PENDING or PERMANENT, or a
 // resend in progress) or failed with the error text. A partial success is never silent: every
 // id has its outcome, including those not attempted because ctx ended (failed). It waits for
-// the rate limit (Config.ManualRate records/s). Every id gets an audit log entry (action
-// "retry", the principal and reason, the outcome in details). It returns an error wrapping
+// the rate limit (Config.ManualRate records/s). Every resend attempted gets an audit log entry
+// (action "retry", the principal and reason, the outcome in details); a refused id (not found,
+// or in a state that does not allow it) gets none, as for a refused close. It returns an error wrapping
 // ErrInvalidRequest, with nothing done, when the principal is empty or there are more ids than
 // MaxIDs, and ErrClosed once the scheduler's Run has returned.
 func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualRequest) (ManualResult, error) {
@@ -216,8 +217,12 @@ func auditEntries(items []ItemResult, req ManualRequest, service string) []store
 	if req.Reason != "" {
 		reason = &req.Reason
 	}
-	entries := make([]store.AuditEntry, len(items))
-	for i, it := range items {
+	entries := make([]store.AuditEntry, 0, len(items))
+	for _, it := range items {
+		if it.Outcome == OutcomeNotFound || it.Outcome == OutcomeConflict {
+			// Refused, nothing happened to the failure: as for a refused close, no entry.
+			continue
+		}
 		details := map[string]any{"outcome": string(it.Outcome), "trigger": TriggerManual, "resending_service": service}
 		if it.State != "" {
 			details["from_state"] = string(it.State)
@@ -225,7 +230,7 @@ func auditEntries(items []ItemResult, req ManualRequest, service string) []store
 		if it.Error != "" {
 			details["error"] = it.Error
 		}
-		entries[i] = store.AuditEntry{FailureID: &it.ID, Action: AuditActionRetry, Principal: req.Principal, Reason: reason, Details: details}
+		entries = append(entries, store.AuditEntry{FailureID: &it.ID, Action: AuditActionRetry, Principal: req.Principal, Reason: reason, Details: details})
 	}
 	return entries
 }

@@ -1,4 +1,4 @@
-package api
+package auth
 
 import (
 	"context"
@@ -64,10 +64,17 @@ type Principal struct {
 	Name string
 	// Role is what the principal may do.
 	Role Role
-	// Method is how the principal was authenticated: "token", "proxy" or "none" (with
-	// AuthConfig.InsecureNoAuth).
+	// Method is how the principal was authenticated: MethodToken, MethodProxy or MethodNone.
 	Method string
 }
+
+// How a principal was authenticated.
+const (
+	MethodToken = "token"
+	MethodProxy = "proxy"
+	// MethodNone is the anonymous admin of Config.InsecureNoAuth.
+	MethodNone = "none"
+)
 
 type principalKey struct{}
 
@@ -90,9 +97,9 @@ const (
 	DefaultProxyGroupsHeader = "X-Forwarded-Groups"
 )
 
-// AuthConfig configures authentication. At least one of Tokens, TrustedProxies or
+// Config configures authentication. At least one of Tokens, TrustedProxies or
 // InsecureNoAuth must be set.
-type AuthConfig struct {
+type Config struct {
 	// Tokens are the accepted bearer tokens (hashes only); see ParseTokens and LoadTokenFile.
 	Tokens []Token
 	// TrustedProxies are the addresses (single IPs or CIDR prefixes) of authenticating proxies
@@ -117,12 +124,12 @@ type AuthConfig struct {
 }
 
 // Enabled reports whether any authentication is configured.
-func (c *AuthConfig) Enabled() bool { return len(c.Tokens) > 0 || len(c.TrustedProxies) > 0 }
+func (c *Config) Enabled() bool { return len(c.Tokens) > 0 || len(c.TrustedProxies) > 0 }
 
 // Validate returns an error when no authentication is configured and InsecureNoAuth is not
 // set; the message names the flags that configure it. `redrive serve` calls it to refuse to
 // start without authentication.
-func (c *AuthConfig) Validate() error {
+func (c *Config) Validate() error {
 	if !c.Enabled() && !c.InsecureNoAuth {
 		return errors.New("no API authentication configured: set --api-tokens (REDRIVE_API_TOKENS), " +
 			"--api-token-file (REDRIVE_API_TOKEN_FILE) or --api-trusted-proxies (REDRIVE_API_TRUSTED_PROXIES), " +
@@ -147,11 +154,11 @@ var ErrUnauthenticated = errors.New("unauthenticated")
 // Authenticator finds the principal of a request: a trusted proxy's user headers, else a
 // bearer token. It is safe for concurrent use.
 type Authenticator struct {
-	cfg AuthConfig
+	cfg Config
 }
 
 // NewAuthenticator returns an Authenticator for cfg, after cfg.Validate.
-func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
+func NewAuthenticator(cfg Config) (*Authenticator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -165,13 +172,14 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 	return &Authenticator{cfg: cfg}, nil
 }
 
-// Authenticate returns the principal of r, or an error wrapping ErrUnauthenticated.
+// anonymous is the principal of every request with Config.InsecureNoAuth.
+var anonymous = Principal{Name: "anonymous", Role: RoleAdmin, Method: MethodNone}
+
+// Authenticate returns the principal of r: a trusted proxy's user, else the bearer token of
+// the Authorization header. The error wraps ErrUnauthenticated.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
-	if a.cfg.InsecureNoAuth && !a.cfg.Enabled() {
-		return Principal{Name: "anonymous", Role: RoleAdmin, Method: "none"}, nil
-	}
-	if p, ok := a.fromProxy(r); ok {
-		return p, nil
+	if p, ok, err := a.Ambient(r); ok || err != nil {
+		return p, err
 	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -181,10 +189,31 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return Principal{}, fmt.Errorf("%w: the Authorization header is not \"Bearer <token>\"", ErrUnauthenticated)
 	}
-	if t, ok := a.lookup(strings.TrimSpace(token)); ok {
-		return Principal{Name: t.Name, Role: t.Role, Method: "token"}, nil
+	return a.Token(token)
+}
+
+// Token returns the principal of a bearer token's secret (as a user enters it at the UI's
+// sign-in), or an error wrapping ErrUnauthenticated.
+func (a *Authenticator) Token(secret string) (Principal, error) {
+	secret = strings.TrimSpace(secret)
+	if secret == "" {
+		return Principal{}, fmt.Errorf("%w: empty token", ErrUnauthenticated)
+	}
+	if t, ok := a.lookup(secret); ok {
+		return Principal{Name: t.Name, Role: t.Role, Method: MethodToken}, nil
 	}
 	return Principal{}, fmt.Errorf("%w: unknown token", ErrUnauthenticated)
+}
+
+// Ambient returns the principal that r carries without any credential of its own: the user a
+// trusted proxy names, or the anonymous admin of InsecureNoAuth. ok is false when neither
+// applies; an error (wrapping ErrUnauthenticated) means r comes from a trusted proxy whose
+// user header holds no usable name.
+func (a *Authenticator) Ambient(r *http.Request) (p Principal, ok bool, err error) {
+	if a.cfg.InsecureNoAuth && !a.cfg.Enabled() {
+		return anonymous, true, nil
+	}
+	return a.fromProxy(r)
 }
 
 // lookup finds the token whose hash matches secret. It compares with every configured token
@@ -203,14 +232,23 @@ func (a *Authenticator) lookup(secret string) (Token, bool) {
 	return a.cfg.Tokens[found], true
 }
 
-// fromProxy returns the principal a trusted proxy names, when r comes from one with a user.
-func (a *Authenticator) fromProxy(r *http.Request) (Principal, bool) {
-	if len(a.cfg.TrustedProxies) == 0 {
-		return Principal{}, false
+// fromProxy returns the principal a trusted proxy names, when r comes from one with a user
+// header. A header whose name is empty once cleaned (only control characters, or bytes that
+// are not UTF-8) is refused: every principal has a name for the audit log.
+func (a *Authenticator) fromProxy(r *http.Request) (Principal, bool, error) {
+	if len(a.cfg.TrustedProxies) == 0 || !a.trusted(r.RemoteAddr) {
+		return Principal{}, false, nil
 	}
-	user := strings.TrimSpace(r.Header.Get(a.cfg.ProxyUserHeader))
-	if user == "" || !a.trusted(r.RemoteAddr) {
-		return Principal{}, false
+	raw := r.Header.Values(a.cfg.ProxyUserHeader)
+	if len(raw) == 0 {
+		return Principal{}, false, nil
+	}
+	if len(raw) > 1 {
+		return Principal{}, true, fmt.Errorf("%w: the proxy sent %s %d times", ErrUnauthenticated, a.cfg.ProxyUserHeader, len(raw))
+	}
+	user := strings.TrimSpace(cleanName(raw[0]))
+	if user == "" {
+		return Principal{}, true, fmt.Errorf("%w: the proxy's %s header names no user (empty once control characters and invalid UTF-8 are removed)", ErrUnauthenticated, a.cfg.ProxyUserHeader)
 	}
 	role := a.cfg.ProxyDefaultRole
 	for _, v := range r.Header.Values(a.cfg.ProxyGroupsHeader) {
@@ -220,7 +258,7 @@ func (a *Authenticator) fromProxy(r *http.Request) (Principal, bool) {
 			}
 		}
 	}
-	return Principal{Name: cleanName(user), Role: role, Method: "proxy"}, true
+	return Principal{Name: user, Role: role, Method: MethodProxy}, true, nil
 }
 
 func (a *Authenticator) trusted(remoteAddr string) bool {
@@ -241,10 +279,11 @@ func (a *Authenticator) trusted(remoteAddr string) bool {
 	return false
 }
 
-// cleanName bounds a proxy-given user name and drops control characters, for the audit log.
+// cleanName bounds a proxy-given user name and drops control and formatting characters
+// (bidirectional overrides, zero-width characters) and invalid UTF-8, for the audit log.
 func cleanName(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == utf8.RuneError {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
 			return -1
 		}
 		return r
@@ -253,37 +292,4 @@ func cleanName(s string) string {
 		s = string([]rune(s)[:200])
 	}
 	return s
-}
-
-// Middleware authenticates every request: it stores the principal in the request context
-// (see PrincipalFrom) or answers 401 with a problem document and a WWW-Authenticate header.
-func (a *Authenticator) Middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := a.Authenticate(r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
-			writeProblem(w, r, http.StatusUnauthorized, "", strings.TrimPrefix(err.Error(), ErrUnauthenticated.Error()+": "))
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
-	})
-}
-
-// RequireRole returns middleware that answers 403 unless the request's principal (stored by
-// Authenticator.Middleware) has a role that allows need, and 401 when there is none.
-func RequireRole(need Role) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p, ok := PrincipalFrom(r.Context())
-			switch {
-			case !ok:
-				w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
-				writeProblem(w, r, http.StatusUnauthorized, "", "no principal")
-			case !p.Role.Allows(need):
-				writeProblem(w, r, http.StatusForbidden, "", fmt.Sprintf("%s has role %s; this needs %s", p.Name, p.Role, need))
-			default:
-				next.ServeHTTP(w, r)
-			}
-		})
-	}
 }

@@ -1,4 +1,4 @@
-package api
+package operator
 
 import (
 	"encoding/base64"
@@ -43,7 +43,7 @@ func encodeFailureCursor(p store.Position, o store.Order) string {
 func decodeFailureCursor(s string, o store.Order) (*store.Position, error) {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil || len(b) != failureCursorBytes || b[0] != cursorVersion {
-		return nil, badRequest("cursor", "not a cursor of this API: pass next_cursor unchanged")
+		return nil, invalid("cursor", "not a cursor of this API: pass next_cursor unchanged")
 	}
 	want := byte(cursorFailuresNew)
 	if o == store.OldestFirst {
@@ -52,13 +52,13 @@ func decodeFailureCursor(s string, o store.Order) (*store.Position, error) {
 	switch b[1] {
 	case want:
 	case cursorFailuresNew, cursorFailuresOld:
-		return nil, badRequest("cursor", "made for the other sort order: keep the sort of the first page")
+		return nil, invalid("cursor", "made for the other sort order: keep the sort of the first page")
 	default:
-		return nil, badRequest("cursor", "not a failure list cursor")
+		return nil, invalid("cursor", "not a failure list cursor")
 	}
 	micros := int64(binary.BigEndian.Uint64(b[2:10]))
 	if micros < minCursorMicros || micros > maxCursorMicros {
-		return nil, badRequest("cursor", "not a cursor of this API: pass next_cursor unchanged")
+		return nil, invalid("cursor", "not a cursor of this API: pass next_cursor unchanged")
 	}
 	id, _ := uuid.FromBytes(b[10:])
 	return &store.Position{CreatedAt: time.UnixMicro(micros).UTC(), ID: id}, nil
@@ -77,12 +77,12 @@ func encodeGroupCursor(p store.GroupPosition) string {
 func decodeGroupCursor(s string) (*store.GroupPosition, error) {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil || len(b) != groupCursorBytes || b[0] != cursorVersion || b[1] != cursorGroups {
-		return nil, badRequest("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
+		return nil, invalid("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
 	}
 	id := int64(binary.BigEndian.Uint64(b[10:]))
 	micros := int64(binary.BigEndian.Uint64(b[2:10]))
 	if id <= 0 || micros < minCursorMicros || micros > maxCursorMicros {
-		return nil, badRequest("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
+		return nil, invalid("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
 	}
 	return &store.GroupPosition{LastSeen: time.UnixMicro(micros).UTC(), ID: id}, nil
 }

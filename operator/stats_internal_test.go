@@ -1,4 +1,4 @@
-package api
+package operator
 
 import (
 	"context"

@@ -1,0 +1,339 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/store"
+)
+
+// Action is what an operator does to failures.
+type Action string
+
+// The actions.
+const (
+	// Retry republishes a failure's original record, as stored, to its original topic.
+	Retry Action = "retry"
+	// Close dismisses a failure with a reason.
+	Close Action = "close"
+)
+
+// Outcome is what became of one failure in an action: the one outcome type of the API, the
+// UI and the audit log.
+type Outcome string
+
+// The outcomes of an action.
+const (
+	// OutcomeResent: the original was republished and the failure is RESENT.
+	OutcomeResent Outcome = "resent"
+	// OutcomeClosed: the failure is CLOSED.
+	OutcomeClosed Outcome = "closed"
+	// OutcomeNotFound: no failure has the id.
+	OutcomeNotFound Outcome = "not_found"
+	// OutcomeConflict: the failure's state does not allow the action, or a resend of it is in
+	// progress; it is unchanged.
+	OutcomeConflict Outcome = "conflict"
+	// OutcomeFailed: the action was attempted and did not succeed (e.g. the broker did not
+	// acknowledge the resend); the failure keeps its state.
+	OutcomeFailed Outcome = "failed"
+)
+
+// actionStates are the states an action applies to: the open ones.
+var actionStates = []store.State{store.StateRetryPending, store.StatePermanent}
+
+// Success returns the outcome of a failure the action applied to.
+func (a Action) Success() Outcome {
+	if a == Close {
+		return OutcomeClosed
+	}
+	return OutcomeResent
+}
+
+// Outcomes lists the outcomes the action can have, success first.
+func (a Action) Outcomes() []Outcome {
+	if a == Close {
+		return []Outcome{OutcomeClosed, OutcomeNotFound, OutcomeConflict, OutcomeFailed}
+	}
+	return []Outcome{OutcomeResent, OutcomeNotFound, OutcomeConflict, OutcomeFailed}
+}
+
+// target is the state a failure is in after the action applied to it.
+func (a Action) target() store.State {
+	if a == Close {
+		return store.StateClosed
+	}
+	return store.StateResent
+}
+
+// ItemOutcome is the outcome of an action for one failure.
+type ItemOutcome struct {
+	ID      uuid.UUID
+	Outcome Outcome
+	// Before is the failure's state before the action; empty when not found.
+	Before store.State
+	// After is its state after the action (for a dry run, the state it would have); empty
+	// when not found.
+	After store.State
+	// Detail says why the outcome is not the action's success; empty otherwise.
+	Detail string
+}
+
+// Selection names the failures an action applies to: IDs, or every open failure Filter
+// selects (exactly one of the two).
+type Selection struct {
+	IDs    []uuid.UUID
+	Filter *store.Filter
+}
+
+// ActionRequest asks for an action.
+type ActionRequest struct {
+	Action    Action
+	Selection Selection
+	// Principal is who asks, for the audit log. Required.
+	Principal string
+	// Reason says why; required to close (except in a dry run), at most MaxReasonLen
+	// characters.
+	Reason string
+	// DryRun reports what the action would do and changes nothing.
+	DryRun bool
+}
+
+// ActionResult reports an action: the count of every outcome, and each item.
+type ActionResult struct {
+	Action Action
+	DryRun bool
+	// Matched is the number of distinct ids given, or of open failures the filter selects.
+	Matched int
+	// Counts has every outcome of the action, zero when none.
+	Counts map[Outcome]int
+	// Items has one outcome per failure acted on, in request order; a dry run by filter
+	// only counts (Items is empty).
+	Items []ItemOutcome
+}
+
+// Succeeded reports whether every item reached the action's success.
+func (r *ActionResult) Succeeded() bool { return r.Counts[r.Action.Success()] == r.Matched }
+
+// Act performs (or, with DryRun, previews) an action. A request that is not valid is an
+// *InputError and changes nothing: an unknown action, a missing reason for a close, both or
+// neither of ids and filter, more than MaxIDs ids, an empty filter, or a filter selecting
+// more than MaxBulk failures. A retry without a Resender wraps ErrUnavailable. Once started,
+// the action runs to its end even if ctx ends; an item that could not be acted on is reported
+// as failed, never left out.
+func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error) {
+	reason, err := c.check(&req)
+	if err != nil {
+		return nil, err
+	}
+	res := &ActionResult{Action: req.Action, DryRun: req.DryRun, Counts: map[Outcome]int{}}
+	for _, o := range req.Action.Outcomes() {
+		res.Counts[o] = 0
+	}
+	ids := store.DistinctIDs(req.Selection.IDs)
+	if f := req.Selection.Filter; f != nil {
+		qctx, cancel := c.queryContext(ctx)
+		defer cancel()
+		if req.DryRun {
+			n, err := c.store.CountFailures(qctx, *f, actionStates...)
+			if err != nil {
+				return nil, fromStore(err)
+			}
+			res.Matched, res.Counts[req.Action.Success()] = int(n), int(n)
+			return res, nil
+		}
+		if ids, _, err = c.store.FailureIDs(qctx, *f, actionStates, nil, c.cfg.MaxBulk+1); err != nil {
+			return nil, fromStore(err)
+		}
+		if len(ids) > c.cfg.MaxBulk {
+			return nil, unprocessable("filter", "selects more than %d failures, the most one action may act on: narrow it (a dry run counts them)", c.cfg.MaxBulk)
+		}
+	}
+	res.Matched = len(ids)
+	if req.DryRun {
+		qctx, cancel := c.queryContext(ctx)
+		defer cancel()
+		if res.Items, err = c.preview(qctx, req.Action, ids); err != nil {
+			return nil, err
+		}
+	} else {
+		actx, cancel := c.actionContext(ctx)
+		defer cancel()
+		var details map[string]any
+		if req.Selection.Filter != nil {
+			details = map[string]any{"bulk_id": uuid.NewString(), "filter": FilterValues(*req.Selection.Filter)}
+		}
+		res.Items = c.apply(actx, req.Action, ids, req.Principal, reason, details)
+	}
+	for _, it := range res.Items {
+		res.Counts[it.Outcome]++
+		if !req.DryRun {
+			c.actions.WithLabelValues(string(req.Action), string(it.Outcome)).Inc()
+		}
+	}
+	return res, nil
+}
+
+// check validates req and returns the trimmed reason.
+func (c *Core) check(req *ActionRequest) (string, error) {
+	if req.Action != Retry && req.Action != Close {
+		return "", invalid("action", "%q is not retry or close", Quote(string(req.Action)))
+	}
+	if strings.TrimSpace(req.Principal) == "" {
+		// The translators authenticate every request: this is a wiring error.
+		return "", errors.New("act: a principal is required")
+	}
+	reason, err := CheckText("reason", req.Reason, MaxReasonLen)
+	if err != nil {
+		return "", err
+	}
+	if reason == "" && req.Action == Close && !req.DryRun {
+		return "", invalid("reason", "required: say why the failures are closed")
+	}
+	sel := req.Selection
+	switch {
+	case sel.IDs != nil && sel.Filter != nil:
+		return "", invalid("filter", "give ids or filter, not both")
+	case sel.Filter != nil:
+		if sel.Filter.IsZero() {
+			return "", invalid("filter", "empty: an action by filter needs at least one criterion")
+		}
+		if err := sel.Filter.Validate(); err != nil {
+			return "", fromStore(err)
+		}
+	case len(sel.IDs) == 0:
+		return "", invalid("ids", "empty: give 1 to %d ids, or a filter", MaxIDs)
+	case len(sel.IDs) > MaxIDs:
+		return "", invalid("ids", "%d ids, at most %d per request (or use a filter)", len(sel.IDs), MaxIDs)
+	}
+	if req.Action == Retry && c.cfg.Resender == nil && !req.DryRun {
+		return "", fmt.Errorf("%w: resending is not configured on this server", ErrUnavailable)
+	}
+	return reason, nil
+}
+
+// CheckText validates an operator's text (a reason, a ticket, a note): valid UTF-8, no NUL,
+// at most limit characters. It returns the text trimmed.
+func CheckText(field, s string, limit int) (string, error) {
+	switch n := utf8.RuneCountInString(s); {
+	case !utf8.ValidString(s):
+		return "", invalid(field, "not valid UTF-8")
+	case n > limit:
+		return "", invalid(field, "%d characters, at most %d", n, limit)
+	case strings.IndexByte(s, 0) >= 0:
+		return "", invalid(field, "contains a NUL character")
+	}
+	return strings.TrimSpace(s), nil
+}
+
+// preview returns the outcomes the action would have on ids, changing nothing.
+func (c *Core) preview(ctx context.Context, act Action, ids []uuid.UUID) ([]ItemOutcome, error) {
+	states, err := c.store.ActionStates(ctx, ids, c.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ItemOutcome, 0, len(ids))
+	for _, id := range ids {
+		st, ok := states[id]
+		switch {
+		case !ok:
+			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeNotFound, Detail: "no failure has this id"})
+		case !slices.Contains(actionStates, st.State):
+			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeConflict, Before: st.State, After: st.State,
+				Detail: (&store.TransitionError{ID: id, From: st.State, Action: string(act)}).Error()})
+		case st.Leased:
+			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeConflict, Before: st.State, After: st.State,
+				Detail: "a resend of this failure is in progress"})
+		default:
+			out = append(out, ItemOutcome{ID: id, Outcome: act.Success(), Before: st.State, After: act.target()})
+		}
+	}
+	return out, nil
+}
+
+// apply performs act on ids in chunks. A chunk that fails as a whole marks its ids, and those
+// of the chunks after it, as failed: nothing is left without an outcome.
+func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any) []ItemOutcome {
+	chunk := store.MaxCloseIDs
+	if act == Retry {
+		chunk = max(1, c.cfg.Resender.MaxIDs())
+	}
+	out := make([]ItemOutcome, 0, len(ids))
+	for start := 0; start < len(ids); start += chunk {
+		part := ids[start:min(start+chunk, len(ids))]
+		var (
+			res []ItemOutcome
+			err error
+		)
+		if act == Retry {
+			res, err = c.retry(ctx, part, principal, reason)
+		} else {
+			res, err = c.close(ctx, part, principal, reason, details)
+		}
+		if err != nil {
+			c.log.Error("operator: action failed", "action", act, "principal", principal, "done", start, "left", len(ids)-start, "error", err)
+			detail := string(act) + " failed: internal error; the server log has the details"
+			if errors.Is(err, resend.ErrClosed) {
+				detail = string(act) + " failed: the resender is shutting down"
+			}
+			for _, id := range ids[start:] {
+				out = append(out, ItemOutcome{ID: id, Outcome: OutcomeFailed, Detail: detail})
+			}
+			return out
+		}
+		out = append(out, res...)
+	}
+	return out
+}
+
+// retry resends ids (at most the resender's MaxIDs).
+func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string) ([]ItemOutcome, error) {
+	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resend.ManualRequest{Principal: principal, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ItemOutcome, len(res.Items))
+	for i, it := range res.Items {
+		o := ItemOutcome{ID: it.ID, Before: it.State, After: it.State, Detail: it.Error}
+		switch it.Outcome {
+		case resend.OutcomeResent:
+			o.Outcome, o.After = OutcomeResent, store.StateResent
+		case resend.OutcomeNotFound:
+			o.Outcome = OutcomeNotFound
+		case resend.OutcomeConflict:
+			o.Outcome = OutcomeConflict
+		default:
+			o.Outcome = OutcomeFailed
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+// close closes ids (at most store.MaxCloseIDs).
+func (c *Core) close(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any) ([]ItemOutcome, error) {
+	res, err := c.store.CloseFailures(ctx, store.CloseRequest{IDs: ids, Principal: principal, Reason: reason, Details: details})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ItemOutcome, len(res))
+	for i, r := range res {
+		o := ItemOutcome{ID: r.ID, Before: r.State, After: r.State, Detail: r.Detail}
+		switch r.Outcome {
+		case store.CloseClosed:
+			o.Outcome, o.After = OutcomeClosed, store.StateClosed
+		case store.CloseNotFound:
+			o.Outcome = OutcomeNotFound
+		default:
+			o.Outcome = OutcomeConflict
+		}
+		out[i] = o
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/redrive/redrive/store"
+)
+
+// ErrNotFound means no failure or group has the id.
+var ErrNotFound = errors.New("not found")
+
+// ErrUnavailable means an action cannot be served by this instance now: resending is not
+// configured, or the resender is shutting down.
+var ErrUnavailable = errors.New("unavailable")
+
+// ErrNullPart means the payload part asked for (a key) is null.
+var ErrNullPart = errors.New("the part is null")
+
+// InputError is a client's mistake: it names the field at fault and says what is wrong, in
+// text safe to show to the client.
+type InputError struct {
+	// Field is the parameter or JSON member at fault, in snake_case; empty for the request as
+	// a whole.
+	Field string
+	// Detail says what is wrong.
+	Detail string
+	// Unprocessable is true for a well-formed request that cannot be served as asked (a
+	// selection over the bulk cap, a payload that is not in the format asked for).
+	Unprocessable bool
+}
+
+// Error names the field and the problem.
+func (e *InputError) Error() string {
+	if e.Field == "" {
+		return e.Detail
+	}
+	return e.Field + ": " + e.Detail
+}
+
+// invalid returns an *InputError naming field.
+func invalid(field, format string, args ...any) error {
+	return &InputError{Field: field, Detail: fmt.Sprintf(format, args...)}
+}
+
+// unprocessable returns an *InputError for a well-formed request that cannot be served.
+func unprocessable(field, format string, args ...any) error {
+	return &InputError{Field: field, Detail: fmt.Sprintf(format, args...), Unprocessable: true}
+}
+
+// fromStore turns the store's domain errors into the core's: a *store.FilterError becomes an
+// *InputError and store.ErrNotFound wraps ErrNotFound. Others pass unchanged.
+func fromStore(err error) error {
+	var fe *store.FilterError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return &InputError{Field: fe.Field, Detail: fe.Detail}
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+// Quote shortens a client-given value quoted back in an error message to about 40 bytes,
+// cutting at a character boundary.
+func Quote(s string) string {
+	const n = 40
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,145 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/store"
+)
+
+// ListRequest selects a page of failures.
+type ListRequest struct {
+	Filter store.Filter
+	Order  store.Order
+	// Limit is the page size, 1 to store.MaxListLimit. Defaults to 50.
+	Limit int
+	// Cursor is the Next of the previous page, in the same Order; empty for the first page.
+	Cursor string
+}
+
+// FailurePage is one page of failures.
+type FailurePage struct {
+	Items []store.FailureSummary
+	// Next is the cursor of the following page; empty on the last page.
+	Next string
+}
+
+// ListFailures returns one page of the failures req selects.
+func (c *Core) ListFailures(ctx context.Context, req ListRequest) (*FailurePage, error) {
+	p := store.ListParams{Filter: req.Filter, Order: req.Order, Limit: req.Limit}
+	switch {
+	case p.Limit == 0:
+		p.Limit = DefaultPageSize
+	case p.Limit < 1 || p.Limit > store.MaxListLimit:
+		return nil, invalid("limit", "%d is not from 1 to %d", p.Limit, store.MaxListLimit)
+	}
+	if req.Cursor != "" {
+		after, err := decodeFailureCursor(req.Cursor, req.Order)
+		if err != nil {
+			return nil, err
+		}
+		p.After = after
+	}
+	ctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	rows, more, err := c.store.ListFailures(ctx, p)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	page := &FailurePage{Items: rows}
+	if more && len(rows) > 0 {
+		page.Next = encodeFailureCursor(rows[len(rows)-1].Position(), req.Order)
+	}
+	return page, nil
+}
+
+// CountFailures counts the failures f selects.
+func (c *Core) CountFailures(ctx context.Context, f store.Filter) (int64, error) {
+	ctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	n, err := c.store.CountFailures(ctx, f)
+	return n, fromStore(err)
+}
+
+// FailureView is everything about one failure: what is stored, the attempt chain of its
+// causing message (first attempt first) and its audit entries (oldest first).
+type FailureView struct {
+	*store.FailureDetail
+	Chain []store.FailureSummary
+	Audit []store.AuditEntry
+}
+
+// Failure returns the failure with id, or an error wrapping ErrNotFound.
+func (c *Core) Failure(ctx context.Context, id uuid.UUID) (*FailureView, error) {
+	ctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	d, err := c.store.FailureByID(ctx, id)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	chain, err := c.store.AttemptChain(ctx, d.CausingMessage, MaxChain)
+	if err != nil {
+		return nil, err
+	}
+	audit, err := c.store.FailureAudit(ctx, id, MaxAudit)
+	if err != nil {
+		return nil, err
+	}
+	return &FailureView{FailureDetail: d, Chain: chain, Audit: audit}, nil
+}
+
+// Part names a payload of a failure's record.
+type Part string
+
+// The parts of a record.
+const (
+	PartValue Part = "value"
+	PartKey   Part = "key"
+)
+
+// ParsePart reads a part name; "" is the value.
+func ParsePart(field, s string) (Part, error) {
+	switch Part(s) {
+	case "", PartValue:
+		return PartValue, nil
+	case PartKey:
+		return PartKey, nil
+	}
+	return "", invalid(field, "%q is not value or key", Quote(s))
+}
+
+// Payload is one part of a failure's record, exactly as stored.
+type Payload struct {
+	ID    uuid.UUID
+	Topic string
+	Part  Part
+	Bytes []byte
+}
+
+// Payload returns the key or value of the failure with id. A null key is an error wrapping
+// ErrNullPart; an unknown id wraps ErrNotFound.
+func (c *Core) Payload(ctx context.Context, id uuid.UUID, part Part) (*Payload, error) {
+	ctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	d, err := c.store.FailureByID(ctx, id)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	p := &Payload{ID: id, Topic: d.Topic, Part: part, Bytes: d.Value}
+	if part == PartKey {
+		if d.Key == nil {
+			return nil, fmt.Errorf("key of %s: %w", id, ErrNullPart)
+		}
+		p.Bytes = d.Key
+	}
+	return p, nil
+}
+
+// DecodeAvro decodes a part of a record of topic framed as Avro, with its writer schema (see
+// avro.PayloadDecoder). The error is an *avro.PayloadError, whose text is safe to show.
+func (c *Core) DecodeAvro(topic string, part Part, b []byte) (*avro.DecodedPayload, error) {
+	return c.cfg.Payloads.Decode(topic, string(part), b)
+}

@@ -1,0 +1,271 @@
+package operator
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/store"
+)
+
+// Filter parameters, as URL query parameters, form fields and JSON members. state and
+// temporality may repeat or hold comma-separated values; an empty value counts as absent.
+const (
+	ParamState           = "state"             // RETRY_PENDING, PERMANENT, RESENT, CLOSED (any case)
+	ParamTemporality     = "temporality"       // TEMPORARY, PERMANENT, UNKNOWN (any case)
+	ParamTopic           = "topic"             // the original topic, exactly
+	ParamPublisherSystem = "publisher_system"  // exactly
+	ParamPublisherSvc    = "publisher_service" // exactly
+	ParamErrorCode       = "error_code"        // exactly
+	ParamMessageType     = "message_type"      // exactly
+	ParamGroupID         = "group_id"          // a positive integer
+	ParamKey             = "key"               // the original key, exactly, as UTF-8 text
+	ParamKeyBase64       = "key_base64"        // the original key, exactly, in base64
+	ParamSearch          = "q"                 // substring of the error message, any case
+	ParamCreatedFrom     = "created_from"      // stored at or after (RFC 3339, or 2006-01-02T15:04 in UTC)
+	ParamCreatedTo       = "created_to"        // stored before
+)
+
+// FilterParams lists the filter parameters in the order FilterValues writes them.
+var FilterParams = []string{
+	ParamState, ParamTemporality, ParamTopic, ParamPublisherSystem, ParamPublisherSvc, ParamErrorCode,
+	ParamMessageType, ParamGroupID, ParamKey, ParamKeyBase64, ParamSearch, ParamCreatedFrom, ParamCreatedTo,
+}
+
+// Repeatable reports whether a filter parameter may be given more than once.
+func Repeatable(param string) bool { return param == ParamState || param == ParamTemporality }
+
+// ParseFilter reads a filter from URL query or form values: the one parser of filters, for
+// the API's query strings, its JSON bodies (through FilterInput) and the UI's forms. Names
+// that are not filter parameters are ignored (the caller checks for unknown ones); the error
+// is an *InputError naming the parameter at fault.
+func ParseFilter(v url.Values) (store.Filter, error) {
+	var f store.Filter
+	for _, s := range splitValues(v[ParamState]) {
+		st := store.State(strings.ToUpper(s))
+		if !st.Valid() {
+			return store.Filter{}, invalid(ParamState, "%q is not a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)", Quote(s))
+		}
+		if !slices.Contains(f.States, st) {
+			f.States = append(f.States, st)
+		}
+	}
+	for _, s := range splitValues(v[ParamTemporality]) {
+		t := avro.Temporality(strings.ToUpper(s))
+		if !t.Valid() {
+			return store.Filter{}, invalid(ParamTemporality, "%q is not a temporality (TEMPORARY, PERMANENT, UNKNOWN)", Quote(s))
+		}
+		if !slices.Contains(f.Temporalities, t) {
+			f.Temporalities = append(f.Temporalities, t)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{
+		{ParamTopic, &f.Topic}, {ParamPublisherSystem, &f.PublisherSystem}, {ParamPublisherSvc, &f.PublisherService},
+		{ParamErrorCode, &f.ErrorCode}, {ParamMessageType, &f.MessageType}, {ParamSearch, &f.Search},
+	} {
+		*p.dst = strings.TrimSpace(v.Get(p.name))
+	}
+	if s := strings.TrimSpace(v.Get(ParamGroupID)); s != "" {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id <= 0 {
+			return store.Filter{}, invalid(ParamGroupID, "%q is not a group id (a positive integer)", Quote(s))
+		}
+		f.GroupID = id
+	}
+	key, keyB64 := v.Get(ParamKey), v.Get(ParamKeyBase64)
+	switch {
+	case key != "" && keyB64 != "":
+		return store.Filter{}, invalid(ParamKeyBase64, "give key or key_base64, not both")
+	case key != "":
+		f.Key = []byte(key)
+	case keyB64 != "":
+		b, err := base64.StdEncoding.DecodeString(keyB64)
+		if err != nil {
+			b, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(keyB64, "="))
+		}
+		if err != nil {
+			return store.Filter{}, invalid(ParamKeyBase64, "not base64")
+		}
+		f.Key = b
+	}
+	var err error
+	if f.CreatedFrom, err = parseTime(ParamCreatedFrom, v.Get(ParamCreatedFrom)); err != nil {
+		return store.Filter{}, err
+	}
+	if f.CreatedTo, err = parseTime(ParamCreatedTo, v.Get(ParamCreatedTo)); err != nil {
+		return store.Filter{}, err
+	}
+	if err := f.Validate(); err != nil {
+		return store.Filter{}, fromStore(err)
+	}
+	return f, nil
+}
+
+// splitValues splits comma-separated values and drops empty ones.
+func splitValues(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// timeLayouts are the accepted time forms: RFC 3339, and a browser's datetime-local (UTC).
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
+
+// parseTime parses a time parameter; "" is the zero time.
+func parseTime(field, s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range timeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, invalid(field, "%q is not a time: use RFC 3339 such as 2024-05-01T12:00:00Z (or 2024-05-01T12:00, taken as UTC)", Quote(s))
+}
+
+// FilterValues returns the URL form of f, which ParseFilter reads back: for links, forms and
+// audit details. A key that is printable UTF-8 is written as key, any other as key_base64.
+func FilterValues(f store.Filter) url.Values {
+	v := url.Values{}
+	for _, s := range f.States {
+		v.Add(ParamState, string(s))
+	}
+	for _, t := range f.Temporalities {
+		v.Add(ParamTemporality, string(t))
+	}
+	for _, p := range []struct{ name, value string }{
+		{ParamTopic, f.Topic}, {ParamPublisherSystem, f.PublisherSystem}, {ParamPublisherSvc, f.PublisherService},
+		{ParamErrorCode, f.ErrorCode}, {ParamMessageType, f.MessageType}, {ParamSearch, f.Search},
+	} {
+		if p.value != "" {
+			v.Set(p.name, p.value)
+		}
+	}
+	if f.GroupID != 0 {
+		v.Set(ParamGroupID, strconv.FormatInt(f.GroupID, 10))
+	}
+	if f.Key != nil {
+		if plainText(f.Key) && len(f.Key) > 0 && strings.TrimSpace(string(f.Key)) == string(f.Key) {
+			v.Set(ParamKey, string(f.Key))
+		} else {
+			v.Set(ParamKeyBase64, base64.StdEncoding.EncodeToString(f.Key))
+		}
+	}
+	if !f.CreatedFrom.IsZero() {
+		v.Set(ParamCreatedFrom, f.CreatedFrom.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.CreatedTo.IsZero() {
+		v.Set(ParamCreatedTo, f.CreatedTo.UTC().Format(time.RFC3339Nano))
+	}
+	return v
+}
+
+// plainText reports whether b is UTF-8 without control or formatting characters.
+func plainText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// FilterInput is a filter as a JSON object (the members are the filter parameters; state and
+// temporality take a string, comma-separated or not, or an array of strings). Filter parses it
+// with ParseFilter, so JSON and query strings follow one set of rules.
+type FilterInput struct {
+	State           StringList `json:"state,omitzero"`
+	Temporality     StringList `json:"temporality,omitzero"`
+	Topic           string     `json:"topic,omitzero"`
+	PublisherSystem string     `json:"publisher_system,omitzero"`
+	PublisherSvc    string     `json:"publisher_service,omitzero"`
+	ErrorCode       string     `json:"error_code,omitzero"`
+	MessageType     string     `json:"message_type,omitzero"`
+	GroupID         *int64     `json:"group_id,omitzero"`
+	Key             *string    `json:"key,omitzero"`
+	KeyBase64       *string    `json:"key_base64,omitzero"`
+	Q               string     `json:"q,omitzero"`
+	CreatedFrom     string     `json:"created_from,omitzero"`
+	CreatedTo       string     `json:"created_to,omitzero"`
+}
+
+// StringList is a JSON string or array of strings.
+type StringList []string
+
+// UnmarshalJSON accepts "a", "a,b" or ["a", "b"]; null is an empty list.
+func (l *StringList) UnmarshalJSON(b []byte) error {
+	switch t := bytes.TrimSpace(b); {
+	case string(t) == "null":
+		*l = nil
+		return nil
+	case len(t) > 0 && t[0] == '"':
+		var one string
+		if err := json.Unmarshal(t, &one); err != nil {
+			return err
+		}
+		*l = StringList{one}
+		return nil
+	case len(t) > 0 && t[0] == '[':
+		var many []string
+		if err := json.Unmarshal(t, &many); err != nil {
+			return errors.New("want a string or an array of strings")
+		}
+		*l = many
+		return nil
+	}
+	return errors.New("want a string or an array of strings")
+}
+
+// Filter validates in and returns the filter it describes.
+func (in *FilterInput) Filter() (store.Filter, error) {
+	v := url.Values{}
+	v[ParamState] = in.State
+	v[ParamTemporality] = in.Temporality
+	for name, s := range map[string]string{
+		ParamTopic: in.Topic, ParamPublisherSystem: in.PublisherSystem, ParamPublisherSvc: in.PublisherSvc,
+		ParamErrorCode: in.ErrorCode, ParamMessageType: in.MessageType, ParamSearch: in.Q,
+		ParamCreatedFrom: in.CreatedFrom, ParamCreatedTo: in.CreatedTo,
+	} {
+		v.Set(name, s)
+	}
+	if in.GroupID != nil {
+		if *in.GroupID <= 0 {
+			return store.Filter{}, invalid(ParamGroupID, "must be a positive integer")
+		}
+		v.Set(ParamGroupID, strconv.FormatInt(*in.GroupID, 10))
+	}
+	switch {
+	case in.Key != nil && in.KeyBase64 != nil:
+		return store.Filter{}, invalid(ParamKeyBase64, "give key or key_base64, not both")
+	case in.Key != nil && *in.Key == "":
+		return store.Filter{}, invalid(ParamKey, "empty: omit the member to match any key")
+	case in.Key != nil:
+		v.Set(ParamKey, *in.Key)
+	case in.KeyBase64 != nil:
+		v.Set(ParamKeyBase64, *in.KeyBase64)
+	}
+	return ParseFilter(v)
+}

@@ -1,0 +1,151 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/promreg"
+	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/store"
+)
+
+// Defaults and bounds of Config.
+const (
+	DefaultQueryTimeout  = 10 * time.Second
+	DefaultActionTimeout = 10 * time.Minute
+	DefaultMaxBulk       = 10000
+	DefaultStatsMaxAge   = 10 * time.Second
+	DefaultPageSize      = 50
+)
+
+// Limits of requests.
+const (
+	// MaxIDs bounds the ids of one action by ids.
+	MaxIDs = 1000
+	// MaxReasonLen bounds a reason in characters.
+	MaxReasonLen = 1000
+	// MaxChain bounds the attempt chain of a failure's view; MaxAudit its audit entries.
+	MaxChain = 200
+	MaxAudit = 500
+)
+
+// Config configures a Core. A zero field means the documented default.
+type Config struct {
+	// Store is the failure store. Required.
+	Store *store.Store
+	// Resender republishes failures for retries. When nil, a retry wraps ErrUnavailable.
+	Resender *resend.Resender
+	// Payloads decodes Avro payloads for their views. Defaults to a decoder that knows the
+	// contract's own schemas and has no registry.
+	Payloads *avro.PayloadDecoder
+	// QueryTimeout bounds each read. Defaults to 10s.
+	QueryTimeout time.Duration
+	// ActionTimeout bounds a retry or close, which runs to its end even when the caller's
+	// context ends (its outcome must be recorded). Defaults to 10m.
+	ActionTimeout time.Duration
+	// MaxBulk bounds the failures one action by filter may act on; a filter that selects more
+	// is refused (a dry run still counts them). Defaults to 10000.
+	MaxBulk int
+	// StatsMaxAge is how old the counts of Stats may be; older ones are refreshed in the
+	// background while the previous ones are served. Defaults to 10s.
+	StatsMaxAge time.Duration
+	// Logger receives errors and warnings. Defaults to a logger that discards.
+	Logger *slog.Logger
+	// Registerer receives the core's metrics. Defaults to none.
+	Registerer prometheus.Registerer
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Core serves the operators' use cases. It is safe for concurrent use.
+type Core struct {
+	cfg     Config
+	store   *store.Store
+	log     *slog.Logger
+	stats   *statsCache
+	actions *prometheus.CounterVec
+}
+
+// New returns a Core for cfg, or an error starting with "invalid config".
+func New(cfg Config) (*Core, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("invalid config: "+format, args...)) }
+	if cfg.Store == nil {
+		bad("Store is required")
+	}
+	if cfg.QueryTimeout < 0 || cfg.ActionTimeout < 0 || cfg.StatsMaxAge < 0 {
+		bad("QueryTimeout, ActionTimeout and StatsMaxAge must not be negative")
+	}
+	if cfg.MaxBulk < 0 {
+		bad("MaxBulk %d is negative", cfg.MaxBulk)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Payloads == nil {
+		d, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Payloads = d
+	}
+	if cfg.QueryTimeout == 0 {
+		cfg.QueryTimeout = DefaultQueryTimeout
+	}
+	if cfg.ActionTimeout == 0 {
+		cfg.ActionTimeout = DefaultActionTimeout
+	}
+	if cfg.MaxBulk == 0 {
+		cfg.MaxBulk = DefaultMaxBulk
+	}
+	if cfg.StatsMaxAge == 0 {
+		cfg.StatsMaxAge = DefaultStatsMaxAge
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Core{cfg: cfg, store: cfg.Store, log: cfg.Logger}
+	c.stats = newStatsCache(cfg.Store.FailureStats, cfg.StatsMaxAge, cfg.QueryTimeout, cfg.Now, cfg.Logger)
+	c.actions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "redrive_operator_action_items_total",
+		Help: "Failures that operators asked to retry or close (API and UI), by action and outcome.",
+	}, []string{"action", "outcome"})
+	if cfg.Registerer != nil {
+		set := promreg.New(cfg.Registerer)
+		c.actions = promreg.Register(set, c.actions)
+		if err := set.Err(); err != nil {
+			return nil, fmt.Errorf("register operator metrics: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// MaxBulk returns the most failures one action by filter may act on.
+func (c *Core) MaxBulk() int { return c.cfg.MaxBulk }
+
+// CanRetry reports whether this core resends (a Resender is configured).
+func (c *Core) CanRetry() bool { return c.cfg.Resender != nil }
+
+// QueryTimeout returns the bound of each read.
+func (c *Core) QueryTimeout() time.Duration { return c.cfg.QueryTimeout }
+
+// queryContext bounds a read.
+func (c *Core) queryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.QueryTimeout)
+}
+
+// actionContext returns the context of a mutation: it survives the caller's end, so that an
+// action runs to its end and its outcome is recorded, bounded by ActionTimeout.
+func (c *Core) actionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.ActionTimeout)
+}
