@@ -1,74 +1,13 @@
 package api
 
 import (
-	"context"
-	"errors"
 	"net/http"
-	"strings"
-	"unicode/utf8"
+	"strconv"
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
-)
-
-// Outcome is what became of one failure in a retry or close request.
-type Outcome string
-
-// The outcomes of an action.
-const (
-	// OutcomeResent: the original was republished and the failure is RESENT.
-	OutcomeResent Outcome = "resent"
-	// OutcomeClosed: the failure is CLOSED.
-	OutcomeClosed Outcome = "closed"
-	// OutcomeNotFound: no failure has the id.
-	OutcomeNotFound Outcome = "not_found"
-	// OutcomeConflict: the failure's state does not allow the action (or a resend of it is
-	// in progress); it is unchanged.
-	OutcomeConflict Outcome = "conflict"
-	// OutcomeFailed: the action was attempted and did not succeed (e.g. the broker did not
-	// acknowledge the resend); the failure keeps its state.
-	OutcomeFailed Outcome = "failed"
-)
-
-// ItemOutcome is the outcome of an action for one failure.
-type ItemOutcome struct {
-	ID      uuid.UUID
-	Outcome Outcome
-	// State is the failure's state before the request; empty when unknown.
-	State store.State
-	// Detail says why the outcome is not a success; empty otherwise.
-	Detail string
-}
-
-// Resender republishes stored failures on an operator's request. Resend returns one outcome
-// per distinct id (resent, not_found, conflict or failed) and writes the audit log entries
-// itself. An error means the request as a whole could not be served (ErrResendUnavailable
-// when the resender is shutting down).
-type Resender interface {
-	Resend(ctx context.Context, ids []uuid.UUID, principal, reason string) ([]ItemOutcome, error)
-}
-
-// ErrResendUnavailable means the resender cannot take requests (e.g. it is shutting down).
-var ErrResendUnavailable = errors.New("resend unavailable")
-
-// action is retry or close.
-type action struct {
-	name     string // "retry" or "close"
-	success  Outcome
-	outcomes []Outcome     // the outcomes it reports, success first
-	states   []store.State // the states it applies to
-	// reasonRequired says whether a reason must be given.
-	reasonRequired bool
-}
-
-var (
-	retryAction = action{name: "retry", success: OutcomeResent,
-		outcomes: []Outcome{OutcomeResent, OutcomeNotFound, OutcomeConflict, OutcomeFailed},
-		states:   []store.State{store.StateRetryPending, store.StatePermanent}}
-	closeAction = action{name: "close", success: OutcomeClosed,
-		outcomes: []Outcome{OutcomeClosed, OutcomeNotFound, OutcomeConflict},
-		states:   []store.State{store.StateRetryPending, store.StatePermanent}, reasonRequired: true}
 )
 
 // reasonBody is the body of a single retry or close.
@@ -76,153 +15,156 @@ type reasonBody struct {
 	Reason *string `json:"reason"`
 }
 
-// checkReason validates a reason: required for close, at most MaxReasonLen characters.
-func checkReason(act action, reason *string) (string, error) {
-	if reason == nil || strings.TrimSpace(*reason) == "" {
-		if act.reasonRequired {
-			return "", badRequest("reason", "required: say why the failures are closed")
-		}
-		return "", nil
-	}
-	switch n := utf8.RuneCountInString(*reason); {
-	case !utf8.ValidString(*reason):
-		return "", badRequest("reason", "not valid UTF-8")
-	case n > MaxReasonLen:
-		return "", badRequest("reason", "%d characters, at most %d", n, MaxReasonLen)
-	case strings.IndexByte(*reason, 0) >= 0:
-		return "", badRequest("reason", "contains a NUL character")
-	}
-	return strings.TrimSpace(*reason), nil
-}
-
-// itemJSON is the outcome for one failure.
+// itemJSON is the outcome of an action for one failure.
 type itemJSON struct {
-	ID      uuid.UUID `json:"id"`
-	Outcome Outcome   `json:"outcome"`
-	State   *string   `json:"state"`
-	Detail  string    `json:"detail,omitempty"`
+	ID      uuid.UUID        `json:"id"`
+	Outcome operator.Outcome `json:"outcome"`
+	// StateBefore is the failure's state before the action; null when it does not exist.
+	StateBefore *store.State `json:"state_before"`
+	// StateAfter is its state after the action (what it would be, for a dry run); null when
+	// it does not exist.
+	StateAfter *store.State `json:"state_after"`
+	Detail     string       `json:"detail,omitempty"`
 }
 
-func newItemJSON(o ItemOutcome) itemJSON {
+func newItemJSON(o operator.ItemOutcome) itemJSON {
 	it := itemJSON{ID: o.ID, Outcome: o.Outcome, Detail: o.Detail}
-	if o.State != "" {
-		s := string(o.State)
-		it.State = &s
+	if o.Before != "" {
+		it.StateBefore = &o.Before
+	}
+	if o.After != "" {
+		it.StateAfter = &o.After
 	}
 	return it
 }
 
 // retryOne serves POST /failures/{id}/retry.
-func (a *api) retryOne(w http.ResponseWriter, r *http.Request) {
-	a.actOne(w, r, retryAction)
-}
+func (a *api) retryOne(w http.ResponseWriter, r *http.Request) { a.actOne(w, r, operator.Retry) }
 
 // closeOne serves POST /failures/{id}/close.
-func (a *api) closeOne(w http.ResponseWriter, r *http.Request) {
-	a.actOne(w, r, closeAction)
-}
+func (a *api) closeOne(w http.ResponseWriter, r *http.Request) { a.actOne(w, r, operator.Close) }
 
-func (a *api) actOne(w http.ResponseWriter, r *http.Request, act action) {
+func (a *api) actOne(w http.ResponseWriter, r *http.Request, act operator.Action) {
 	id, err := pathID(r)
 	if err == nil {
-		_, err = parseQuery(r, nil)
+		_, err = parseQuery(r)
 	}
 	var body reasonBody
 	if err == nil {
-		err = a.decodeBody(w, r, &body, !act.reasonRequired)
-	}
-	var reason string
-	if err == nil {
-		reason, err = checkReason(act, body.Reason)
+		err = a.decodeBody(w, r, &body, act != operator.Close)
 	}
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	if act.name == "retry" && a.cfg.Resender == nil {
-		writeProblem(w, r, http.StatusServiceUnavailable, "", "resending is not configured on this server")
-		return
-	}
-	ctx, cancel := a.actionContext(r)
-	defer cancel()
-	out, err := a.apply(ctx, act, []uuid.UUID{id}, principal(r).Name, reason, nil)
+	res, err := a.core.Act(r.Context(), operator.ActionRequest{Action: act, Selection: operator.Selection{IDs: []uuid.UUID{id}},
+		Principal: principal(r).Name, Reason: deref(body.Reason)})
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	o := out[0]
+	o := res.Items[0]
 	switch o.Outcome {
-	case act.success:
+	case act.Success():
 		writeJSON(w, http.StatusOK, newItemJSON(o))
-	case OutcomeNotFound:
+	case operator.OutcomeNotFound:
 		writeProblem(w, r, http.StatusNotFound, "id", "no failure has this id")
-	case OutcomeConflict:
+	case operator.OutcomeConflict:
 		writeProblem(w, r, http.StatusConflict, "", o.Detail)
 	default:
-		writeProblem(w, r, http.StatusBadGateway, "", "resend failed: "+o.Detail)
+		writeProblem(w, r, http.StatusBadGateway, "", string(act)+" failed: "+o.Detail)
 	}
 }
 
-// apply performs act on ids (at most MaxIDs) and returns one outcome per distinct id.
-func (a *api) apply(ctx context.Context, act action, ids []uuid.UUID, principal, reason string, details map[string]any) ([]ItemOutcome, error) {
-	var out []ItemOutcome
-	switch act.name {
-	case "retry":
-		res, err := a.cfg.Resender.Resend(ctx, ids, principal, reason)
-		if err != nil {
-			return nil, err
-		}
-		out = res
-	default:
-		res, err := a.store.CloseFailures(ctx, store.CloseRequest{IDs: ids, Principal: principal, Reason: reason, Details: details})
-		if err != nil {
-			return nil, err
-		}
-		out = make([]ItemOutcome, len(res))
-		for i, c := range res {
-			out[i] = ItemOutcome{ID: c.ID, State: c.State, Detail: c.Detail, Outcome: Outcome(c.Outcome)}
-		}
+func deref(s *string) string {
+	if s == nil {
+		return ""
 	}
-	for _, o := range out {
-		a.metrics.actions.WithLabelValues(act.name, string(o.Outcome)).Inc()
-	}
-	return out, nil
+	return *s
 }
 
-// preview returns the outcomes act would have on ids, changing nothing.
-func (a *api) preview(ctx context.Context, act action, ids []uuid.UUID) ([]ItemOutcome, error) {
-	states, err := a.store.ActionStates(ctx, ids, a.cfg.Now())
+// bulkBody is the body of POST /failures/retry and POST /failures/close: either ids or a
+// filter.
+type bulkBody struct {
+	IDs    []string              `json:"ids"`
+	Filter *operator.FilterInput `json:"filter"`
+	Reason *string               `json:"reason"`
+	DryRun bool                  `json:"dry_run"`
+}
+
+// bulkResponse reports a bulk action: the count of every outcome and each failure that did
+// not reach the action's target state. A dry run reports what would happen.
+type bulkResponse struct {
+	Action operator.Action `json:"action"`
+	DryRun bool            `json:"dry_run"`
+	// Matched is the number of distinct ids given, or of failures the filter selects in a
+	// state the action applies to.
+	Matched int `json:"matched"`
+	// Counts has every outcome of the action, zero when none.
+	Counts map[operator.Outcome]int `json:"counts"`
+	// Errors lists every item whose outcome is not the action's success.
+	Errors []itemJSON `json:"errors"`
+}
+
+// retryBulk serves POST /failures/retry.
+func (a *api) retryBulk(w http.ResponseWriter, r *http.Request) { a.actBulk(w, r, operator.Retry) }
+
+// closeBulk serves POST /failures/close.
+func (a *api) closeBulk(w http.ResponseWriter, r *http.Request) { a.actBulk(w, r, operator.Close) }
+
+func (a *api) actBulk(w http.ResponseWriter, r *http.Request, act operator.Action) {
+	var body bulkBody
+	_, err := parseQuery(r)
+	if err == nil {
+		err = a.decodeBody(w, r, &body, false)
+	}
+	req := operator.ActionRequest{Action: act, Principal: principal(r).Name, Reason: deref(body.Reason), DryRun: body.DryRun}
+	if err == nil && body.IDs != nil {
+		req.Selection.IDs, err = parseIDs(body.IDs)
+	}
+	if err == nil && body.Filter != nil {
+		var f store.Filter
+		if f, err = body.Filter.Filter(); err == nil {
+			req.Selection.Filter = &f
+		}
+	}
 	if err != nil {
-		return nil, err
+		a.fail(w, r, err)
+		return
 	}
-	var out []ItemOutcome
-	seen := map[uuid.UUID]bool{}
-	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		st, ok := states[id]
-		switch {
-		case !ok:
-			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeNotFound, Detail: "no failure has this id"})
-		case !act.allows(st.State):
-			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeConflict, State: st.State,
-				Detail: (&store.TransitionError{ID: id, From: st.State, Action: act.name}).Error()})
-		case st.Leased:
-			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeConflict, State: st.State, Detail: "a resend of this failure is in progress"})
-		default:
-			out = append(out, ItemOutcome{ID: id, Outcome: act.success, State: st.State})
+	res, err := a.core.Act(r.Context(), req)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	resp := bulkResponse{Action: act, DryRun: res.DryRun, Matched: res.Matched, Counts: res.Counts, Errors: []itemJSON{}}
+	for _, o := range res.Items {
+		if o.Outcome != act.Success() {
+			resp.Errors = append(resp.Errors, newItemJSON(o))
 		}
 	}
-	return out, nil
+	status := http.StatusOK
+	if len(resp.Errors) > 0 && !res.DryRun {
+		status = http.StatusMultiStatus
+	}
+	writeJSON(w, status, resp)
 }
 
-func (act action) allows(s store.State) bool {
-	for _, ok := range act.states {
-		if s == ok {
-			return true
-		}
+// parseIDs parses 1 to operator.MaxIDs failure ids, naming the first bad one.
+func parseIDs(in []string) ([]uuid.UUID, error) {
+	switch {
+	case len(in) == 0:
+		return nil, badRequest("ids", "empty: give 1 to %d ids", operator.MaxIDs)
+	case len(in) > operator.MaxIDs:
+		return nil, badRequest("ids", "%d ids, at most %d per request (or use a filter)", len(in), operator.MaxIDs)
 	}
-	return false
+	out := make([]uuid.UUID, len(in))
+	for i, s := range in {
+		id, err := uuid.Parse(s)
+		if err != nil || len(s) != 36 {
+			return nil, badRequest("ids["+strconv.Itoa(i)+"]", "%q is not a UUID", operator.Quote(s))
+		}
+		out[i] = id
+	}
+	return out, nil
 }

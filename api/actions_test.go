@@ -2,14 +2,12 @@ package api_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
-	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/store"
 )
 
@@ -21,7 +19,8 @@ type bulkView struct {
 	Errors  []struct {
 		ID      uuid.UUID `json:"id"`
 		Outcome string    `json:"outcome"`
-		State   *string   `json:"state"`
+		Before  *string   `json:"state_before"`
+		After   *string   `json:"state_after"`
 		Detail  string    `json:"detail"`
 	} `json:"errors"`
 }
@@ -41,8 +40,7 @@ func TestRetryAndCloseOne(t *testing.T) {
 	pending := e.insert(row{State: store.StateRetryPending})
 	permanent := e.insert(row{})
 	closed := e.insert(row{State: store.StateClosed})
-	failing := e.insert(row{})
-	e.resender.fail[failing] = true
+	failing := e.insert(row{Topic: failingTopic})
 
 	r := e.do("POST", "/api/v1/failures/"+pending.String()+"/retry", operatorToken, nil)
 	if r.status != 200 || !strings.Contains(string(r.body), `"outcome":"resent"`) || e.state(pending) != store.StateResent {
@@ -82,8 +80,8 @@ func TestRetryAndCloseOne(t *testing.T) {
 	if n := e.audit("close"); n != 1 {
 		t.Errorf("%d close audit entries, want 1", n)
 	}
-	if n := e.audit("retry"); n != 5 {
-		t.Errorf("%d retry audit entries, want 5 (one per attempt)", n)
+	if n := e.audit("retry"); n != 2 {
+		t.Errorf("%d retry audit entries, want 2 (one per attempted resend; refusals write none)", n)
 	}
 }
 
@@ -93,8 +91,7 @@ func TestBulkByIDs(t *testing.T) {
 	a, b := e.insert(row{}), e.insert(row{State: store.StateRetryPending})
 	resent := e.insert(row{State: store.StateResent})
 	missing := uuid.New()
-	failing := e.insert(row{})
-	e.resender.fail[failing] = true
+	failing := e.insert(row{Topic: failingTopic})
 	list := []string{a.String(), b.String(), resent.String(), missing.String(), a.String(), failing.String()}
 
 	// A dry run reports what would happen and changes nothing.
@@ -143,7 +140,7 @@ func TestBulkByIDs(t *testing.T) {
 
 func TestBulkByFilter(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *api.Config) { c.MaxBulk = 5 })
+	e := newEnv(t, func(s *setup) { s.Core.MaxBulk = 5 })
 	var hit []uuid.UUID
 	for range 4 {
 		hit = append(hit, e.insert(row{Topic: "billing", ErrorMessage: "timeout"}))
@@ -187,7 +184,7 @@ func TestBulkByFilter(t *testing.T) {
 	if p := r.problem(t); r.status != 422 || p.Field != "filter" {
 		t.Errorf("over the limit = %d %+v", r.status, p)
 	}
-	if e.checksum() != before || e.resender.callCount() != 0 {
+	if e.checksum() != before {
 		t.Error("a refused bulk action changed something")
 	}
 	r = e.do("POST", "/api/v1/failures/retry", operatorToken, map[string]any{"filter": map[string]any{"topic": "search"}, "dry_run": true})
@@ -202,27 +199,75 @@ func TestBulkByFilter(t *testing.T) {
 	}
 }
 
-func TestBulkResenderError(t *testing.T) {
+func TestRetryUnavailable(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	a := e.insert(row{})
-	e.resender.err = errors.Join(api.ErrResendUnavailable, errors.New("shutting down"))
+	// Once the resender is shut down, retries answer 503 and change nothing.
+	e.stopResender()
+	before := e.checksum()
 	r := e.do("POST", "/api/v1/failures/retry", operatorToken, map[string]any{"ids": []string{a.String()}})
-	var v bulkView
-	r.json(t, &v)
-	if r.status != http.StatusMultiStatus || v.Counts["failed"] != 1 || len(v.Errors) != 1 || !strings.Contains(v.Errors[0].Detail, "resend unavailable") {
-		t.Errorf("bulk retry with a failing resender = %d %+v", r.status, v)
+	if p := r.problem(t); r.status != 503 || !strings.Contains(p.Detail, "shutting down") {
+		t.Errorf("bulk retry after shutdown = %d %+v", r.status, p)
 	}
 	if r = e.do("POST", "/api/v1/failures/"+a.String()+"/retry", operatorToken, nil); r.status != 503 {
-		t.Errorf("single retry with a failing resender = %d %s", r.status, r.body)
+		t.Errorf("single retry after shutdown = %d %s", r.status, r.body)
+	}
+	if e.checksum() != before {
+		t.Error("a refused retry changed something")
 	}
 	// Without a resender, retry answers 503 (a dry run still works).
-	e2 := newEnv(t, func(c *api.Config) { c.Resender = nil })
+	e2 := newEnv(t, func(s *setup) { s.NoResender = true })
 	b := e2.insert(row{})
 	if r = e2.do("POST", "/api/v1/failures/"+b.String()+"/retry", operatorToken, nil); r.status != 503 {
 		t.Errorf("retry without resender = %d", r.status)
 	}
 	if r = e2.do("POST", "/api/v1/failures/retry", operatorToken, map[string]any{"ids": []string{b.String()}, "dry_run": true}); r.status != 200 {
 		t.Errorf("dry run without resender = %d %s", r.status, r.body)
+	}
+}
+
+// The answer to a single retry names the state before and after.
+func TestSingleRetryNamesStates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := e.insert(row{})
+	r := e.do("POST", "/api/v1/failures/"+id.String()+"/retry", operatorToken, nil)
+	var got struct {
+		Outcome string `json:"outcome"`
+		Before  string `json:"state_before"`
+		After   string `json:"state_after"`
+	}
+	r.json(t, &got)
+	if r.status != 200 || got.Outcome != "resent" || got.Before != "PERMANENT" || got.After != "RESENT" {
+		t.Errorf("single retry = %d %s", r.status, r.body)
+	}
+}
+
+// Refused actions write no audit entry, for retry and close alike; attempts do.
+func TestAuditOnlyWhatHappened(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	resent := e.insert(row{State: store.StateResent})
+	var ids []string
+	for range 50 {
+		ids = append(ids, uuid.NewString())
+	}
+	ids = append(ids, resent.String())
+	for _, act := range []string{"retry", "close"} {
+		r := e.do("POST", "/api/v1/failures/"+act, operatorToken, map[string]any{"ids": ids, "reason": "junk"})
+		if r.status != http.StatusMultiStatus {
+			t.Errorf("%s of unknown ids = %d %s", act, r.status, r.body)
+		}
+		if n := e.audit(act); n != 0 {
+			t.Errorf("%s of unknown and conflicting ids wrote %d audit entries, want none", act, n)
+		}
+	}
+	failing := e.insert(row{Topic: failingTopic})
+	if r := e.do("POST", "/api/v1/failures/"+failing.String()+"/retry", operatorToken, nil); r.status != 502 {
+		t.Errorf("failing retry = %d %s", r.status, r.body)
+	}
+	if n := e.audit("retry"); n != 1 {
+		t.Errorf("a failed resend attempt wrote %d audit entries, want 1", n)
 	}
 }

@@ -1,21 +1,22 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/redrive/redrive/auth"
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
@@ -25,38 +26,15 @@ const Prefix = "/api/v1"
 // Defaults of Config.
 const (
 	DefaultMaxBodyBytes       = 1 << 20
-	DefaultQueryTimeout       = 10 * time.Second
-	DefaultMaxBulk            = 10000
-	DefaultStatsMaxAge        = 10 * time.Second
 	DefaultInlinePayloadBytes = 64 << 10
-	DefaultActionTimeout      = 10 * time.Minute
-)
-
-// Limits of requests.
-const (
-	// MaxIDs bounds the ids of one bulk request.
-	MaxIDs = 1000
-	// MaxReasonLen bounds a reason in characters.
-	MaxReasonLen = 1000
-	// defaultPageSize is the page size when limit is not given.
-	defaultPageSize = 50
-	// maxChain bounds the attempt chain of a detail; maxAudit its audit entries.
-	maxChain = 200
-	maxAudit = 500
 )
 
 // Config configures the API handler.
 type Config struct {
-	// Store is the failure store. Required.
-	Store *store.Store
-	// Resender republishes failures for the retry routes. When nil, they answer 503.
-	Resender Resender
-	// Auth configures authentication and roles. It must enable some authentication, or set
-	// InsecureNoAuth (see Validate).
-	Auth AuthConfig
-	// Registry, when set, lets GET /failures/{id}/payload?format=avro decode payloads framed
-	// in the Confluent wire format with their writer schema. Optional.
-	Registry schemaregistry.Client
+	// Core serves every operation. Required.
+	Core *operator.Core
+	// Auth authenticates requests. Required.
+	Auth *auth.Authenticator
 	// Logger receives errors and warnings. Defaults to a logger that discards.
 	Logger *slog.Logger
 	// Registerer receives the API's metrics. Defaults to none (metrics are kept but not
@@ -64,17 +42,6 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// MaxBodyBytes bounds a request body; a larger one gets 413. Defaults to 1 MiB.
 	MaxBodyBytes int64
-	// QueryTimeout bounds each read query; a query that takes longer gets 503. Defaults to 10s.
-	QueryTimeout time.Duration
-	// ActionTimeout bounds a retry or close request, which runs to its end even when the
-	// client disconnects. Defaults to 10m.
-	ActionTimeout time.Duration
-	// MaxBulk bounds how many failures one bulk action by filter may affect; a filter matching
-	// more gets 422 (a dry run still counts them). Defaults to 10000.
-	MaxBulk int
-	// StatsMaxAge is how old the counts of GET /stats may be; older ones are refreshed in the
-	// background while the previous counts are served. Defaults to 10s.
-	StatsMaxAge time.Duration
 	// InlinePayloadBytes bounds the key and value bytes embedded in GET /failures/{id}; longer
 	// ones are cut there (with "truncated": true) and whole from the payload route. Defaults
 	// to 64 KiB.
@@ -83,104 +50,50 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Validate checks cfg without building anything: in particular that some authentication is
-// configured or --insecure-no-auth given (the error names the flags). `redrive serve` calls it
-// before starting.
-func (c *Config) Validate() error {
-	if c.Store == nil {
-		return errors.New("invalid config: Store is required")
-	}
-	if err := c.Auth.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case c.MaxBodyBytes < 0:
-		return fmt.Errorf("invalid config: MaxBodyBytes %d is negative", c.MaxBodyBytes)
-	case c.QueryTimeout < 0:
-		return fmt.Errorf("invalid config: QueryTimeout %s is negative", c.QueryTimeout)
-	case c.ActionTimeout < 0:
-		return fmt.Errorf("invalid config: ActionTimeout %s is negative", c.ActionTimeout)
-	case c.MaxBulk < 0:
-		return fmt.Errorf("invalid config: MaxBulk %d is negative", c.MaxBulk)
-	case c.StatsMaxAge < 0:
-		return fmt.Errorf("invalid config: StatsMaxAge %s is negative", c.StatsMaxAge)
-	case c.InlinePayloadBytes < 0:
-		return fmt.Errorf("invalid config: InlinePayloadBytes %d is negative", c.InlinePayloadBytes)
-	}
-	return nil
-}
-
-func (c *Config) setDefaults() {
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.QueryTimeout == 0 {
-		c.QueryTimeout = DefaultQueryTimeout
-	}
-	if c.ActionTimeout == 0 {
-		c.ActionTimeout = DefaultActionTimeout
-	}
-	if c.MaxBulk == 0 {
-		c.MaxBulk = DefaultMaxBulk
-	}
-	if c.StatsMaxAge == 0 {
-		c.StatsMaxAge = DefaultStatsMaxAge
-	}
-	if c.InlinePayloadBytes == 0 {
-		c.InlinePayloadBytes = DefaultInlinePayloadBytes
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-}
-
 // api holds the handlers' dependencies.
 type api struct {
 	cfg     Config
-	store   *store.Store
+	core    *operator.Core
+	auth    *auth.Authenticator
 	log     *slog.Logger
-	auth    *Authenticator
 	metrics *metrics
-	stats   *statsCache
-	avro    *avroDecoder
 }
 
 // New returns the API handler. It routes everything under Prefix (/api/v1) itself, so the
 // service mounts it at "/api/v1/" (e.g. mux.Handle("/api/v1/", h)) without stripping the
 // prefix; any other path gets a 404 problem.
 func New(cfg Config) (http.Handler, error) {
-	a, err := newAPI(cfg)
-	if err != nil {
+	var errs []error
+	if cfg.Core == nil {
+		errs = append(errs, errors.New("invalid config: Core is required"))
+	}
+	if cfg.Auth == nil {
+		errs = append(errs, errors.New("invalid config: Auth is required"))
+	}
+	if cfg.MaxBodyBytes < 0 || cfg.InlinePayloadBytes < 0 {
+		errs = append(errs, errors.New("invalid config: MaxBodyBytes and InlinePayloadBytes must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return a.routes(), nil
-}
-
-func newAPI(cfg Config) (*api, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	cfg.setDefaults()
-	auth, err := NewAuthenticator(cfg.Auth)
-	if err != nil {
-		return nil, err
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.InlinePayloadBytes == 0 {
+		cfg.InlinePayloadBytes = DefaultInlinePayloadBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	a := &api{cfg: cfg, store: cfg.Store, log: cfg.Logger, auth: auth, metrics: m}
-	a.stats = newStatsCache(cfg.Store.FailureStats, cfg.StatsMaxAge, cfg.QueryTimeout, cfg.Now, cfg.Logger)
-	if cfg.Registry != nil {
-		a.avro = newAvroDecoder(cfg.Registry)
-	}
-	if cfg.Auth.InsecureNoAuth && !cfg.Auth.Enabled() {
-		cfg.Logger.Warn("api: authentication is disabled (--insecure-no-auth): every request acts as admin")
-	}
-	return a, nil
+	a := &api{cfg: cfg, core: cfg.Core, auth: cfg.Auth, log: cfg.Logger, metrics: m}
+	return a.routes(), nil
 }
 
 // routes builds the router. Every route is listed in openapi.json (a test checks both ways).
@@ -191,14 +104,14 @@ func (a *api) routes() chi.Router {
 		writeProblem(w, r, http.StatusNotFound, "", "no such route")
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, http.StatusMethodNotAllowed, "", r.Method+" is not allowed here")
+		writeProblem(w, r, http.StatusMethodNotAllowed, "", "the method is not allowed here")
 	})
 	r.Route(Prefix, func(r chi.Router) {
 		r.Get("/openapi.json", a.openAPI)
 		r.Group(func(r chi.Router) {
-			r.Use(a.auth.Middleware)
+			r.Use(a.authenticate)
 			r.Group(func(r chi.Router) {
-				r.Use(RequireRole(RoleViewer))
+				r.Use(requireRole(auth.RoleViewer))
 				r.Get("/failures", a.listFailures)
 				r.Get("/failures/{id}", a.getFailure)
 				r.Get("/failures/{id}/payload", a.getPayload)
@@ -207,7 +120,7 @@ func (a *api) routes() chi.Router {
 				r.Get("/groups/{id}", a.getGroup)
 			})
 			r.Group(func(r chi.Router) {
-				r.Use(RequireRole(RoleOperator))
+				r.Use(requireRole(auth.RoleOperator))
 				r.Post("/failures/{id}/retry", a.retryOne)
 				r.Post("/failures/{id}/close", a.closeOne)
 				r.Post("/failures/retry", a.retryBulk)
@@ -235,9 +148,49 @@ func (a *api) recoverer(next http.Handler) http.Handler {
 	})
 }
 
+// authenticate stores the request's principal in its context, or answers 401.
+func (a *api) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.auth.Authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
+			writeProblem(w, r, http.StatusUnauthorized, "", authDetail(err))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// authDetail is the client-facing text of an authentication error.
+func authDetail(err error) string {
+	s := err.Error()
+	if prefix := auth.ErrUnauthenticated.Error() + ": "; len(s) > len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):]
+	}
+	return "not authenticated"
+}
+
+// requireRole answers 403 unless the request's principal has a role that allows need.
+func requireRole(need auth.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, ok := auth.PrincipalFrom(r.Context())
+			switch {
+			case !ok:
+				w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
+				writeProblem(w, r, http.StatusUnauthorized, "", "no principal")
+			case !p.Role.Allows(need):
+				writeProblem(w, r, http.StatusForbidden, "", fmt.Sprintf("%s has role %s; this needs %s", p.Name, p.Role, need))
+			default:
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
 // principal returns the request's principal; the auth middleware guarantees one.
-func principal(r *http.Request) Principal {
-	p, _ := PrincipalFrom(r.Context())
+func principal(r *http.Request) auth.Principal {
+	p, _ := auth.PrincipalFrom(r.Context())
 	return p
 }
 
@@ -246,7 +199,7 @@ func pathID(r *http.Request) (uuid.UUID, error) {
 	s := chi.URLParam(r, "id")
 	id, err := uuid.Parse(s)
 	if err != nil || len(s) != 36 {
-		return uuid.Nil, badRequest("id", "%q is not a UUID", truncate(s, 40))
+		return uuid.Nil, badRequest("id", "%q is not a UUID", operator.Quote(s))
 	}
 	return id, nil
 }
@@ -256,18 +209,61 @@ func pathGroupID(r *http.Request) (int64, error) {
 	s := chi.URLParam(r, "id")
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, badRequest("id", "%q is not a group id (a positive integer)", truncate(s, 40))
+		return 0, badRequest("id", "%q is not a group id (a positive integer)", operator.Quote(s))
 	}
 	return id, nil
 }
 
-// queryContext bounds a read query by the configured timeout.
-func (a *api) queryContext(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), a.cfg.QueryTimeout)
+// parseQuery parses the query string of r strictly (a malformed pair, e.g. one with a
+// semicolon, is an error rather than dropped) and answers 400 for a parameter not in allowed,
+// and for one given more than once unless operator.Repeatable says it may.
+func parseQuery(r *http.Request, allowed ...[]string) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("query", "malformed query string: %s", err.Error())
+	}
+	known := map[string]bool{}
+	for _, list := range allowed {
+		for _, name := range list {
+			known[name] = true
+		}
+	}
+	for name, vs := range q {
+		if !known[name] {
+			if name == "" {
+				return nil, badRequest("query", "a parameter without a name")
+			}
+			return nil, badRequest(operator.Quote(name), "unknown query parameter")
+		}
+		if len(vs) > 1 && !operator.Repeatable(name) {
+			return nil, badRequest(name, "given %d times, at most once", len(vs))
+		}
+	}
+	return q, nil
 }
 
-// actionContext returns the context of a mutation: it survives the client's disconnect, so
-// that an action runs to its end and its outcome is recorded, bounded by ActionTimeout.
-func (a *api) actionContext(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(r.Context()), a.cfg.ActionTimeout)
+// parseLimit reads the limit parameter: default operator.DefaultPageSize, at most
+// store.MaxListLimit.
+func parseLimit(q url.Values) (int, error) {
+	s := q.Get("limit")
+	if s == "" {
+		return operator.DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > store.MaxListLimit {
+		return 0, badRequest("limit", "%q is not an integer from 1 to %d", operator.Quote(s), store.MaxListLimit)
+	}
+	return n, nil
+}
+
+// parseSort reads the sort parameter: newest (default) or oldest.
+func parseSort(q url.Values) (store.Order, error) {
+	switch s := q.Get("sort"); s {
+	case "", "newest":
+		return store.NewestFirst, nil
+	case "oldest":
+		return store.OldestFirst, nil
+	default:
+		return 0, badRequest("sort", "%q is not newest or oldest", operator.Quote(s))
+	}
 }

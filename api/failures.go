@@ -3,47 +3,51 @@ package api
 import (
 	"encoding/base64"
 	"net/http"
+	"strconv"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
 // failureSummary is a failure in a list: no payload bytes.
 type failureSummary struct {
-	ID               uuid.UUID  `json:"id"`
-	State            string     `json:"state"`
-	StateReason      *string    `json:"state_reason"`
-	Temporality      string     `json:"temporality"`
-	ErrorCode        string     `json:"error_code"`
-	ErrorMessage     string     `json:"error_message"`
-	PublisherSystem  string     `json:"publisher_system"`
-	PublisherService string     `json:"publisher_service"`
-	Topic            string     `json:"topic"`
-	Partition        int32      `json:"partition"`
-	Offset           int64      `json:"offset"`
-	MessageType      *string    `json:"message_type"`
-	CausingMessage   string     `json:"causing_message"`
-	Attempt          int        `json:"attempt"`
-	GroupID          int64      `json:"group_id"`
-	KeySize          *int       `json:"key_size"`
-	ValueSize        int        `json:"value_size"`
-	NextAttemptAt    *time.Time `json:"next_attempt_at"`
-	ResentAt         *time.Time `json:"resent_at"`
-	ClosedAt         *time.Time `json:"closed_at"`
-	EventCreated     time.Time  `json:"event_created"`
-	CreatedAt        time.Time  `json:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
+	ID               uuid.UUID `json:"id"`
+	State            string    `json:"state"`
+	StateReason      *string   `json:"state_reason"`
+	Temporality      string    `json:"temporality"`
+	ErrorCode        string    `json:"error_code"`
+	ErrorMessage     string    `json:"error_message"`
+	PublisherSystem  string    `json:"publisher_system"`
+	PublisherService string    `json:"publisher_service"`
+	Topic            string    `json:"topic"`
+	Partition        int32     `json:"partition"`
+	// Offset is a decimal string: Kafka offsets are 64-bit and can pass 2^53, which clients
+	// that read JSON numbers as doubles (JavaScript, jq) would round.
+	Offset         string     `json:"offset"`
+	MessageType    *string    `json:"message_type"`
+	CausingMessage string     `json:"causing_message"`
+	Attempt        int        `json:"attempt"`
+	GroupID        int64      `json:"group_id"`
+	KeySize        *int       `json:"key_size"`
+	ValueSize      int        `json:"value_size"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+	ResentAt       *time.Time `json:"resent_at"`
+	ClosedAt       *time.Time `json:"closed_at"`
+	EventCreated   time.Time  `json:"event_created"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
 }
 
 func summaryJSON(s *store.FailureSummary) failureSummary {
 	return failureSummary{
 		ID: s.ID, State: string(s.State), StateReason: s.StateReason, Temporality: string(s.Temporality),
 		ErrorCode: s.ErrorCode, ErrorMessage: s.ErrorMessage, PublisherSystem: s.PublisherSystem,
-		PublisherService: s.PublisherService, Topic: s.Topic, Partition: s.Partition, Offset: s.Offset,
+		PublisherService: s.PublisherService, Topic: s.Topic, Partition: s.Partition, Offset: strconv.FormatInt(s.Offset, 10),
 		MessageType: s.MessageType, CausingMessage: s.CausingMessage, Attempt: s.Attempt, GroupID: s.GroupID,
 		KeySize: s.KeySize, ValueSize: s.ValueSize, NextAttemptAt: s.NextAttemptAt, ResentAt: s.ResentAt,
 		ClosedAt: s.ClosedAt, EventCreated: s.EventCreated, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
@@ -64,46 +68,35 @@ type page[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// listParams are the query parameters of GET /failures besides the filter.
+var listParams = []string{"sort", "limit", "cursor"}
+
 // listFailures serves GET /failures.
 func (a *api) listFailures(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, map[string]bool{"state": true, "temporality": true}, filterParams, listParams)
+	q, err := parseQuery(r, operator.FilterParams, listParams)
+	var req operator.ListRequest
+	if err == nil {
+		req.Filter, err = operator.ParseFilter(q)
+	}
+	if err == nil {
+		req.Order, err = parseSort(q)
+	}
+	if err == nil {
+		req.Limit, err = parseLimit(q)
+	}
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	f, err := filterFromQuery(q)
+	req.Cursor = q.Get("cursor")
+	p, err := a.core.ListFailures(r.Context(), req)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	order, err := parseSort(q)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	limit, err := parseLimit(q, defaultPageSize)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	p := store.ListParams{Filter: f, Order: order, Limit: limit}
-	if c := q.Get("cursor"); c != "" {
-		if p.After, err = decodeFailureCursor(c, order); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-	}
-	ctx, cancel := a.queryContext(r)
-	defer cancel()
-	rows, more, err := a.store.ListFailures(ctx, p)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	resp := page[failureSummary]{Data: summariesJSON(rows)}
-	if more {
-		c := encodeFailureCursor(rows[len(rows)-1].Position(), order)
-		resp.NextCursor = &c
+	resp := page[failureSummary]{Data: summariesJSON(p.Items)}
+	if p.Next != "" {
+		resp.NextCursor = &p.Next
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -223,25 +216,13 @@ type failureDetail struct {
 func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err == nil {
-		_, err = parseQuery(r, nil)
+		_, err = parseQuery(r)
 	}
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	ctx, cancel := a.queryContext(r)
-	defer cancel()
-	d, err := a.store.FailureByID(ctx, id)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	chain, err := a.store.AttemptChain(ctx, d.CausingMessage, maxChain)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	audit, err := a.store.FailureAudit(ctx, id, maxAudit)
+	d, err := a.core.Failure(r.Context(), id)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -275,8 +256,8 @@ func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 		LeaseUntil:      d.LeaseUntil,
 		ClosedReason:    f.ClosedReason,
 		ClosedBy:        f.ClosedBy,
-		Attempts:        summariesJSON(chain),
-		Audit:           auditListJSON(audit),
+		Attempts:        summariesJSON(d.Chain),
+		Audit:           auditListJSON(d.Audit),
 	}
 	for i, h := range f.Headers {
 		out.Headers[i] = headerJSON{Name: h.Name, Value: newBytesJSON(h.Value, limit)}

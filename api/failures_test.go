@@ -19,7 +19,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/linkedin/goavro/v2"
 
-	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/store"
 )
@@ -239,7 +238,7 @@ type detailView struct {
 
 func TestGetFailure(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *api.Config) { c.InlinePayloadBytes = 8 })
+	e := newEnv(t, func(s *setup) { s.API.InlinePayloadBytes = 8 })
 	base := time.Now().Add(-time.Hour)
 	first := e.insert(row{State: store.StateResent, Causing: "order-9", Attempt: 1, CreatedAt: base})
 	id := e.insert(row{Causing: "order-9", Attempt: 2, CreatedAt: base.Add(time.Minute), Key: []byte("k-1"),
@@ -309,7 +308,11 @@ func TestPayloadFormats(t *testing.T) {
 	unknownID := append([]byte{0, 0, 0, 3, 0xe7}, datum...)
 	trailing := append(append([]byte(nil), framed...), 0x01)
 
-	e := newEnv(t, func(c *api.Config) { c.Registry = reg })
+	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(s *setup) { s.Core.Payloads = payloads })
 	jsonID := e.insert(row{Value: []byte(`{"a":[1,2],"b":"x"}`), Key: []byte{0xde, 0xad}})
 	avroID := e.insert(row{Value: framed, NullKey: true})
 	unknownSchema := e.insert(row{Value: unknownID})
@@ -350,9 +353,9 @@ func TestPayloadFormats(t *testing.T) {
 		detail string
 	}{
 		{avroID, "format=json", 422, "not JSON"},
-		{jsonID, "format=avro", 422, "Confluent framing"},
+		{jsonID, "format=avro", 422, "not framed as Avro"},
 		{unknownSchema, "format=avro", 422, "schema id 999"},
-		{trailingID, "format=avro", 422, "after the Avro datum"},
+		{trailingID, "format=avro", 422, "trailing bytes"},
 		{avroID, "part=key", 404, "key is null"},
 		{uuid.New(), "", 404, "not found"},
 	} {
@@ -373,7 +376,7 @@ func TestPayloadFormats(t *testing.T) {
 // A query that outlives the timeout is a 503 that asks to narrow the filter.
 func TestQueryTimeout(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *api.Config) { c.QueryTimeout = time.Nanosecond })
+	e := newEnv(t, func(s *setup) { s.Core.QueryTimeout = time.Nanosecond })
 	e.insert(row{})
 	r := e.do("GET", "/api/v1/failures?q=decode", viewerToken, nil)
 	if p := r.problem(t); r.status != 503 || !strings.Contains(p.Detail, "narrow the filter") {

@@ -2,11 +2,9 @@ package api
 
 import (
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
@@ -40,53 +38,30 @@ type groupDetail struct {
 
 // listGroups serves GET /groups.
 func (a *api) listGroups(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, nil, []string{"publisher_service", "message_type", "error_code", "ticket", "open", "limit", "cursor"})
+	q, err := parseQuery(r, operator.GroupFilterParams, []string{"limit", "cursor"})
+	var req operator.GroupListRequest
+	if err == nil {
+		req.Filter, err = operator.ParseGroupFilter(q)
+	}
+	if err == nil {
+		req.Limit, err = parseLimit(q)
+	}
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	limit, err := parseLimit(q, defaultPageSize)
+	req.Cursor = q.Get("cursor")
+	p, err := a.core.ListGroups(r.Context(), req)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	p := store.GroupListParams{
-		Filter: store.GroupFilter{
-			PublisherService: q.Get("publisher_service"),
-			MessageType:      q.Get("message_type"),
-			ErrorCode:        q.Get("error_code"),
-			Ticket:           q.Get("ticket"),
-		},
-		Limit: limit,
+	resp := page[groupJSON]{Data: make([]groupJSON, len(p.Items))}
+	for i := range p.Items {
+		resp.Data[i] = newGroupJSON(&p.Items[i])
 	}
-	if s := q.Get("open"); s != "" {
-		open, err := strconv.ParseBool(s)
-		if err != nil {
-			a.fail(w, r, badRequest("open", "%q is not true or false", truncate(s, 20)))
-			return
-		}
-		p.Filter.OpenOnly = open
-	}
-	if c := q.Get("cursor"); c != "" {
-		if p.After, err = decodeGroupCursor(c); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-	}
-	ctx, cancel := a.queryContext(r)
-	defer cancel()
-	groups, more, err := a.store.ListGroups(ctx, p)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	resp := page[groupJSON]{Data: make([]groupJSON, len(groups))}
-	for i := range groups {
-		resp.Data[i] = newGroupJSON(&groups[i])
-	}
-	if more {
-		c := encodeGroupCursor(groups[len(groups)-1].Position())
-		resp.NextCursor = &c
+	if p.Next != "" {
+		resp.NextCursor = &p.Next
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -95,29 +70,22 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) {
 func (a *api) getGroup(w http.ResponseWriter, r *http.Request) {
 	id, err := pathGroupID(r)
 	if err == nil {
-		_, err = parseQuery(r, nil)
+		_, err = parseQuery(r)
 	}
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	ctx, cancel := a.queryContext(r)
-	defer cancel()
-	g, err := a.store.GroupByID(ctx, id)
+	g, err := a.core.Group(r.Context(), id)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	audit, err := a.store.GroupAudit(ctx, id, maxAudit)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, groupDetail{groupJSON: newGroupJSON(g), Audit: auditListJSON(audit)})
+	writeJSON(w, http.StatusOK, groupDetail{groupJSON: newGroupJSON(g.Group), Audit: auditListJSON(g.Audit)})
 }
 
-// groupPatchBody is the body of PATCH /groups/{id}: a member that is absent is kept, null
-// clears it.
+// groupPatchBody is the body of PATCH /groups/{id}: a member that is absent is kept; null or
+// an empty string clears it.
 type groupPatchBody struct {
 	Ticket optionalString `json:"ticket"`
 	Note   optionalString `json:"note"`
@@ -127,7 +95,7 @@ type groupPatchBody struct {
 func (a *api) patchGroup(w http.ResponseWriter, r *http.Request) {
 	id, err := pathGroupID(r)
 	if err == nil {
-		_, err = parseQuery(r, nil)
+		_, err = parseQuery(r)
 	}
 	var body groupPatchBody
 	if err == nil {
@@ -136,48 +104,27 @@ func (a *api) patchGroup(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !body.Ticket.Set && !body.Note.Set {
 		err = badRequest("body", "give ticket, note or both")
 	}
-	if err == nil {
-		err = checkGroupText("ticket", body.Ticket.Value, store.MaxTicketLen)
-	}
-	if err == nil {
-		err = checkGroupText("note", body.Note.Value, store.MaxNoteLen)
-	}
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	patch := store.GroupPatch{SetTicket: body.Ticket.Set, Ticket: emptyToNil(body.Ticket.Value),
-		SetNote: body.Note.Set, Note: emptyToNil(body.Note.Value)}
-	ctx, cancel := a.actionContext(r)
-	defer cancel()
-	g, err := a.store.UpdateGroup(ctx, id, patch, principal(r).Name)
+	var u operator.GroupUpdate
+	for _, f := range []struct {
+		in  optionalString
+		out **string
+	}{{body.Ticket, &u.Ticket}, {body.Note, &u.Note}} {
+		if f.in.Set {
+			v := ""
+			if f.in.Value != nil {
+				v = *f.in.Value
+			}
+			*f.out = &v
+		}
+	}
+	g, err := a.core.UpdateGroup(r.Context(), id, u, principal(r).Name)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, newGroupJSON(g))
-}
-
-func checkGroupText(field string, v *string, limit int) error {
-	if v == nil {
-		return nil
-	}
-	switch n := utf8.RuneCountInString(*v); {
-	case !utf8.ValidString(*v):
-		return badRequest(field, "not valid UTF-8")
-	case n > limit:
-		return badRequest(field, "%d characters, at most %d", n, limit)
-	case strings.IndexByte(*v, 0) >= 0:
-		return badRequest(field, "contains a NUL character")
-	}
-	return nil
-}
-
-// emptyToNil treats an empty or blank string as clearing the field.
-func emptyToNil(v *string) *string {
-	if v == nil || strings.TrimSpace(*v) == "" {
-		return nil
-	}
-	s := strings.TrimSpace(*v)
-	return &s
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,11 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/api"
+	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/operator"
+	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/store"
 )
 
@@ -27,27 +33,44 @@ const (
 	adminToken    = "admin-token-0123456789"
 )
 
-// env is an API handler on a fresh database.
+// env is an API handler on a fresh database, with a real resender over an in-process Kafka.
 type env struct {
-	t        *testing.T
-	pool     *pgxpool.Pool
-	store    *store.Store
-	handler  http.Handler
-	resender *fakeResender
+	t       *testing.T
+	pool    *pgxpool.Pool
+	store   *store.Store
+	handler http.Handler
+	core    *operator.Core
+	auth    *auth.Authenticator
+	cluster *testkit.Cluster
+	// stopResender stops the resend scheduler (retries then answer 503); nil without one.
+	stopResender func()
 }
 
-func testTokens(t testing.TB) []api.Token {
+// setup is what a test may change before the handler is built.
+type setup struct {
+	Core operator.Config
+	API  api.Config
+	Auth auth.Config
+	// NoResender builds the core without a resender.
+	NoResender bool
+}
+
+// failingTopic is a topic whose produce requests always fail: a failure stored with it as its
+// original topic cannot be resent.
+const failingTopic = "failing"
+
+func testTokens(t testing.TB) []auth.Token {
 	t.Helper()
-	tokens, err := api.ParseTokens("vera:viewer:" + viewerToken + ",otto:operator:" + operatorToken + "\nada:admin:" + api.HashToken(adminToken))
+	tokens, err := auth.ParseTokens("vera:viewer:" + viewerToken + ",otto:operator:" + operatorToken + "\nada:admin:" + auth.HashToken(adminToken))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tokens
 }
 
-// newEnv returns a handler with bearer tokens for each role and a fake resender; mod may
-// change the config first.
-func newEnv(t *testing.T, mod func(*api.Config)) *env {
+// newEnv returns a handler with bearer tokens for each role and a real resender; mod may
+// change the setup first.
+func newEnv(t *testing.T, mod func(*setup)) *env {
 	t.Helper()
 	pool := testkit.Postgres(t)
 	s, err := store.New(store.Config{Pool: pool})
@@ -55,17 +78,63 @@ func newEnv(t *testing.T, mod func(*api.Config)) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, pool: pool, store: s}
-	e.resender = &fakeResender{pool: pool, fail: map[uuid.UUID]bool{}}
-	cfg := api.Config{Store: s, Resender: e.resender, Auth: api.AuthConfig{Tokens: testTokens(t)}, StatsMaxAge: time.Nanosecond}
-	if mod != nil {
-		mod(&cfg)
+	su := setup{
+		Core: operator.Config{Store: s, StatsMaxAge: time.Nanosecond},
+		Auth: auth.Config{Tokens: testTokens(t)},
 	}
-	h, err := api.New(cfg)
+	if mod != nil {
+		mod(&su)
+	}
+	if !su.NoResender && su.Core.Resender == nil {
+		su.Core.Resender = e.startResender(s)
+	}
+	core, err := operator.New(su.Core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(su.Auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	su.API.Core, su.API.Auth = core, authn
+	e.core, e.auth = core, authn
+	h, err := api.New(su.API)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.handler = h
 	return e
+}
+
+// startResender runs a resend scheduler (no automatic rounds) over a fresh in-process Kafka
+// with the topics "orders" and failingTopic, whose produce requests always fail.
+func (e *env) startResender(s *store.Store) *resend.Resender {
+	t := e.t
+	e.cluster = testkit.Kafka(t)
+	e.cluster.CreateTopic(t, "orders", 1)
+	e.cluster.CreateTopic(t, failingTopic, 1)
+	e.cluster.FailProduce(failingTopic, 0)
+	sched, err := resend.New(resend.Config{
+		Store: s, Brokers: e.cluster.Bootstrap(), ServiceName: "redrive-api-test",
+		Interval: -1, Housekeeping: resend.HousekeepingConfig{Interval: -1}, SendTimeout: 2 * time.Second,
+		Producer: kafka.ConfigMap{"log_level": 3}, Registerer: prometheus.NewRegistry(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sched.Run(ctx) }()
+	var once sync.Once
+	e.stopResender = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(e.stopResender)
+	return sched.Resender()
 }
 
 // response is a recorded response.
@@ -202,64 +271,4 @@ func (e *env) state(id uuid.UUID) store.State {
 		e.t.Fatal(err)
 	}
 	return s
-}
-
-// fakeResender marks resendable failures RESENT in the database, as the real resender does
-// after the broker's acknowledgement, and writes an audit entry per id.
-type fakeResender struct {
-	pool *pgxpool.Pool
-
-	mu    sync.Mutex
-	calls [][]uuid.UUID
-	fail  map[uuid.UUID]bool // ids whose resend fails
-	err   error              // returned for every call when set
-}
-
-func (f *fakeResender) Resend(ctx context.Context, ids []uuid.UUID, principal, reason string) ([]api.ItemOutcome, error) {
-	f.mu.Lock()
-	f.calls = append(f.calls, ids)
-	err := f.err
-	f.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	var out []api.ItemOutcome
-	seen := map[uuid.UUID]bool{}
-	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		var state store.State
-		err := f.pool.QueryRow(ctx, "SELECT state FROM failures WHERE id = $1", id).Scan(&state)
-		o := api.ItemOutcome{ID: id, State: state}
-		f.mu.Lock()
-		failing := f.fail[id]
-		f.mu.Unlock()
-		switch {
-		case err != nil:
-			o.Outcome, o.Detail = api.OutcomeNotFound, "no failure has this id"
-		case !state.Resendable():
-			o.Outcome, o.Detail = api.OutcomeConflict, "failure is "+string(state)
-		case failing:
-			o.Outcome, o.Detail = api.OutcomeFailed, "broker: not enough replicas"
-		default:
-			if _, err := f.pool.Exec(ctx, "UPDATE failures SET state = 'RESENT', resent_at = now() WHERE id = $1", id); err != nil {
-				return nil, err
-			}
-			o.Outcome = api.OutcomeResent
-		}
-		if _, err := f.pool.Exec(ctx, `INSERT INTO audit_log (failure_id, action, principal, reason, details)
-			VALUES ($1, 'retry', $2, nullif($3, ''), jsonb_build_object('outcome', $4::text))`, id, principal, reason, string(o.Outcome)); err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, nil
-}
-
-func (f *fakeResender) callCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.calls)
 }

@@ -18,8 +18,6 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	// duration observes the handling time by route pattern and method.
 	duration *prometheus.HistogramVec
-	// actions counts the per-item outcomes of retry and close requests.
-	actions *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -33,10 +31,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time to handle an API request, by route pattern and method.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 		}, []string{"route", "method"}),
-		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "redrive_api_action_items_total",
-			Help: "Failures that operators asked to retry or close, by action and outcome.",
-		}, []string{"action", "outcome"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -44,7 +38,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	set := promreg.New(reg)
 	m.requests = promreg.Register(set, m.requests)
 	m.duration = promreg.Register(set, m.duration)
-	m.actions = promreg.Register(set, m.actions)
 	if err := set.Err(); err != nil {
 		return nil, fmt.Errorf("register api metrics: %w", err)
 	}

@@ -13,8 +13,8 @@ import (
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	e := newEnv(t, func(c *api.Config) { c.Registerer = reg })
-	if _, err := api.New(api.Config{Store: e.store, Auth: api.AuthConfig{InsecureNoAuth: true}, Registerer: reg}); err != nil {
+	e := newEnv(t, func(s *setup) { s.API.Registerer, s.Core.Registerer = reg, reg })
+	if _, err := api.New(api.Config{Core: e.core, Auth: e.auth, Registerer: reg}); err != nil {
 		t.Fatalf("second handler on the same registry: %v", err)
 	}
 	id := e.insert(row{})
@@ -47,7 +47,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("no series %q in %v", want, labels)
 		}
 	}
-	if n := testutil.CollectAndCount(reg, "redrive_api_action_items_total"); n != 1 {
+	if n := testutil.CollectAndCount(reg, "redrive_operator_action_items_total"); n != 1 {
 		t.Errorf("%d action series, want 1", n)
 	}
 }

@@ -2,17 +2,15 @@ package api
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
-	"sync"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
-	"github.com/linkedin/goavro/v2"
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/operator"
 )
 
 // maxRenderBytes bounds the payloads that the hex, json and avro formats render; raw has no
@@ -22,48 +20,38 @@ const maxRenderBytes = 4 << 20
 // getPayload serves GET /failures/{id}/payload?part=value|key&format=raw|hex|json|avro.
 func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
+	var q map[string][]string
+	if err == nil {
+		q, err = parseQuery(r, []string{"part", "format"})
 	}
-	q, err := parseQuery(r, nil, []string{"part", "format"})
-	if err != nil {
-		a.fail(w, r, err)
-		return
+	var part operator.Part
+	if err == nil {
+		part, err = operator.ParsePart("part", first(q["part"]))
 	}
-	part := q.Get("part")
-	switch part {
-	case "":
-		part = "value"
-	case "value", "key":
-	default:
-		a.fail(w, r, badRequest("part", "%q is not value or key", truncate(part, 20)))
-		return
-	}
-	format := q.Get("format")
+	format := first(q["format"])
 	switch format {
 	case "":
 		format = "raw"
 	case "raw", "hex", "json", "avro":
 	default:
-		a.fail(w, r, badRequest("format", "%q is not raw, hex, json or avro", truncate(format, 20)))
-		return
+		if err == nil {
+			err = badRequest("format", "%q is not raw, hex, json or avro", operator.Quote(format))
+		}
 	}
-	ctx, cancel := a.queryContext(r)
-	defer cancel()
-	d, err := a.store.FailureByID(ctx, id)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	b := d.Value
-	if part == "key" {
-		if d.Key == nil {
-			writeProblem(w, r, http.StatusNotFound, "part", "the failure's key is null")
-			return
-		}
-		b = d.Key
+	p, err := a.core.Payload(r.Context(), id, part)
+	if errors.Is(err, operator.ErrNullPart) {
+		writeProblem(w, r, http.StatusNotFound, "part", "the failure's key is null")
+		return
 	}
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	b := p.Bytes
 	if format != "raw" && len(b) > maxRenderBytes {
 		a.fail(w, r, unprocessable("format", "the %s has %d bytes, more than format=%s renders (%d): use format=raw", part, len(b), format, maxRenderBytes))
 		return
@@ -93,23 +81,36 @@ func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(out.Bytes())
 	case "avro":
-		if a.avro == nil {
-			a.fail(w, r, unprocessable("format", "no schema registry is configured, so Avro payloads cannot be decoded"))
+		d, err := a.core.DecodeAvro(p.Topic, part, b)
+		var pe *avro.PayloadError
+		if errors.As(err, &pe) {
+			a.fail(w, r, unprocessable("format", "%s", pe.Detail))
 			return
 		}
-		res, err := a.avro.decode(d.Topic, part, b)
 		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		writeJSON(w, http.StatusOK, newAvroJSON(d))
 	}
+}
+
+// first returns the first value, or "".
+func first(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
 }
 
 // avroJSON is a payload decoded with its writer schema.
 type avroJSON struct {
-	// SchemaID is the registry id from the Confluent framing.
-	SchemaID int `json:"schema_id"`
+	// Framing is "confluent" or "single-object".
+	Framing string `json:"framing"`
+	// SchemaID is the registry id from the Confluent framing; null for single-object.
+	SchemaID *int `json:"schema_id"`
+	// Fingerprint is the schema's CRC-64-AVRO fingerprint (hex) for single-object; null otherwise.
+	Fingerprint *string `json:"fingerprint"`
 	// Subject is a subject under which the registry knows the schema, when it was looked up
 	// by subject.
 	Subject string `json:"subject,omitempty"`
@@ -117,110 +118,12 @@ type avroJSON struct {
 	Value json.RawMessage `json:"value"`
 }
 
-// maxCachedSchemas bounds the compiled writer schemas an avroDecoder keeps.
-const maxCachedSchemas = 1000
-
-// avroDecoder decodes Confluent-framed Avro payloads with writer schemas from a registry.
-type avroDecoder struct {
-	reg schemaregistry.Client
-
-	mu     sync.Mutex
-	codecs map[int]*writerSchema
-}
-
-type writerSchema struct {
-	codec   *goavro.Codec
-	subject string
-}
-
-func newAvroDecoder(reg schemaregistry.Client) *avroDecoder {
-	return &avroDecoder{reg: reg, codecs: map[int]*writerSchema{}}
-}
-
-// decode decodes b, which must carry the Confluent framing (0x00, a 4-byte schema id, the
-// datum), with the writer schema registered under that id.
-func (d *avroDecoder) decode(topic, part string, b []byte) (*avroJSON, error) {
-	if len(b) < 5 || b[0] != 0 {
-		return nil, unprocessable("format", "the %s does not carry the Confluent framing (0x00 and a 4-byte schema id)", part)
+func newAvroJSON(d *avro.DecodedPayload) avroJSON {
+	out := avroJSON{Framing: d.Framing, Subject: d.Subject, Value: d.JSON}
+	if d.Framing == avro.FramingConfluent {
+		out.SchemaID = &d.SchemaID
+	} else {
+		out.Fingerprint = &d.Fingerprint
 	}
-	id := int(binary.BigEndian.Uint32(b[1:5]))
-	ws, err := d.schema(topic, part, id)
-	if err != nil {
-		return nil, err
-	}
-	native, rest, err := ws.codec.NativeFromBinary(b[5:])
-	if err != nil {
-		return nil, unprocessable("format", "the %s does not decode with schema id %d: %v", part, id, err)
-	}
-	if len(rest) > 0 {
-		return nil, unprocessable("format", "the %s has %d bytes after the Avro datum of schema id %d", part, len(rest), id)
-	}
-	text, err := ws.codec.TextualFromNative(nil, native)
-	if err != nil {
-		return nil, unprocessable("format", "the %s decoded with schema id %d but cannot be shown as JSON: %v", part, id, err)
-	}
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, text, "", "  "); err != nil {
-		pretty.Reset()
-		pretty.Write(text)
-	}
-	return &avroJSON{SchemaID: id, Subject: ws.subject, Value: pretty.Bytes()}, nil
-}
-
-// schema returns the compiled writer schema registered under id. A registry serves a schema
-// by id alone; the mock registry (and registries that scope ids by context) want a subject,
-// so the TopicNameStrategy subject and then every subject the registry lists for the id are
-// tried too.
-func (d *avroDecoder) schema(topic, part string, id int) (*writerSchema, error) {
-	d.mu.Lock()
-	ws, ok := d.codecs[id]
-	d.mu.Unlock()
-	if ok {
-		return ws, nil
-	}
-	var (
-		info    schemaregistry.SchemaInfo
-		subject string
-		errs    []error
-		found   bool
-	)
-	try := func(subjects ...string) {
-		for _, s := range subjects {
-			if found {
-				return
-			}
-			i, err := d.reg.GetBySubjectAndID(s, id)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			info, subject, found = i, s, true
-		}
-	}
-	try("", topic+"-"+part)
-	if !found {
-		if svs, err := d.reg.GetSubjectsAndVersionsByID(id); err == nil {
-			for _, sv := range svs {
-				try(sv.Subject)
-			}
-		}
-	}
-	if !found {
-		return nil, unprocessable("format", "schema id %d is not in the schema registry: %v", id, errs[len(errs)-1])
-	}
-	if t := strings.ToUpper(info.SchemaType); t != "" && t != "AVRO" {
-		return nil, unprocessable("format", "schema id %d is a %s schema, not Avro", id, t)
-	}
-	codec, err := goavro.NewCodec(info.Schema)
-	if err != nil {
-		return nil, unprocessable("format", "schema id %d does not compile: %v", id, err)
-	}
-	ws = &writerSchema{codec: codec, subject: subject}
-	d.mu.Lock()
-	if len(d.codecs) >= maxCachedSchemas {
-		clear(d.codecs)
-	}
-	d.codecs[id] = ws
-	d.mu.Unlock()
-	return ws, nil
+	return out
 }

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive/operator"
 )
 
 // Problem is an RFC 9457 problem document, the body of every error response
@@ -73,34 +74,34 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, field, det
 	_ = json.NewEncoder(w).Encode(p)
 }
 
-// fail answers err as a problem: client errors with their status and detail, domain errors of
-// the store mapped to 400/404/409, timeouts as 503, and anything else as a 500 whose detail
-// does not leak internal text (the error is logged).
+// fail answers err as a problem: client errors with their status and detail (the core's
+// *operator.InputError as 400, or 422 when unprocessable), unknown ids as 404, an unavailable
+// action as 503, timeouts as 503, and anything else as a 500 whose detail does not leak
+// internal text (the error is logged).
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		re *requestError
-		fe *store.FilterError
-		te *store.TransitionError
+		ie *operator.InputError
 	)
 	switch {
 	case errors.As(err, &re):
 		writeProblem(w, r, re.status, re.field, re.detail)
-	case errors.As(err, &fe):
-		writeProblem(w, r, http.StatusBadRequest, fe.Field, fe.Detail)
-	case errors.Is(err, store.ErrNotFound):
+	case errors.As(err, &ie):
+		status := http.StatusBadRequest
+		if ie.Unprocessable {
+			status = http.StatusUnprocessableEntity
+		}
+		writeProblem(w, r, status, ie.Field, ie.Detail)
+	case errors.Is(err, operator.ErrNotFound):
 		writeProblem(w, r, http.StatusNotFound, "", "not found")
-	case errors.As(err, &te):
-		writeProblem(w, r, http.StatusConflict, "", te.Error()+": allowed only from RETRY_PENDING or PERMANENT")
-	case errors.Is(err, store.ErrConflict):
-		writeProblem(w, r, http.StatusConflict, "", "not allowed in the failure's current state")
-	case errors.Is(err, ErrResendUnavailable):
+	case errors.Is(err, operator.ErrUnavailable):
 		w.Header().Set("Retry-After", "5")
-		writeProblem(w, r, http.StatusServiceUnavailable, "", "resending is not available right now: "+err.Error())
+		writeProblem(w, r, http.StatusServiceUnavailable, "", strings.TrimPrefix(err.Error(), operator.ErrUnavailable.Error()+": "))
 	case errors.Is(err, context.DeadlineExceeded):
-		a.log.Warn("api: query timed out", "path", r.URL.Path, "query", r.URL.RawQuery, "timeout", a.cfg.QueryTimeout)
+		a.log.Warn("api: query timed out", "path", r.URL.Path, "query", r.URL.RawQuery, "timeout", a.core.QueryTimeout())
 		w.Header().Set("Retry-After", "5")
 		writeProblem(w, r, http.StatusServiceUnavailable, "",
-			fmt.Sprintf("the query took longer than %s: narrow the filter (e.g. with created_from, topic or state)", a.cfg.QueryTimeout))
+			fmt.Sprintf("the query took longer than %s: narrow the filter (e.g. with created_from, topic or state)", a.core.QueryTimeout()))
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		writeProblem(w, r, statusClientClosed, "", "request canceled")

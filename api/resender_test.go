@@ -2,19 +2,10 @@ package api_test
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/internal/testkit"
-	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/store"
 )
 
@@ -22,29 +13,9 @@ import (
 // for byte, the failure is RESENT, and the resender writes the audit entry.
 func TestRetryWithResender(t *testing.T) {
 	t.Parallel()
-	cluster := testkit.Kafka(t)
-	cluster.CreateTopic(t, "orders", 1)
-	var sched *resend.Scheduler
-	e := newEnv(t, func(c *api.Config) {
-		var err error
-		sched, err = resend.New(resend.Config{
-			Store: c.Store, Brokers: cluster.Bootstrap(), ServiceName: "redrive-api-test",
-			Interval: -1, Housekeeping: resend.HousekeepingConfig{Interval: -1}, SendTimeout: 10 * time.Second,
-			Producer: kafka.ConfigMap{"log_level": 3}, Registerer: prometheus.NewRegistry(),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Resender = api.NewResender(sched.Resender())
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sched.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	e := newEnv(t, nil)
+	cluster := e.cluster
+	ctx := t.Context()
 
 	key, value := []byte("order-1"), []byte{0x00, 0x01, 0xfe, 0xff}
 	id := e.insert(row{Key: key, Value: value, HeaderNames: []string{"trace", "empty"}, HeaderValues: [][]byte{[]byte("t-1"), nil}})
@@ -90,9 +61,7 @@ func TestRetryWithResender(t *testing.T) {
 	cluster.ConsumeN(t, "orders", 4, 30*time.Second)
 
 	// Once the scheduler stopped, retries answer 503.
-	cancel()
-	<-done
-	done <- nil
+	e.stopResender()
 	if r = e.do("POST", "/api/v1/failures/"+e.insert(row{}).String()+"/retry", operatorToken, nil); r.status != 503 {
 		t.Errorf("retry after shutdown = %d %s", r.status, r.body)
 	}

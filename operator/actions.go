@@ -165,11 +165,17 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 	} else {
 		actx, cancel := c.actionContext(ctx)
 		defer cancel()
+		// The entries of one bulk action share a bulk_id (and name its filter).
 		var details map[string]any
-		if req.Selection.Filter != nil {
-			details = map[string]any{"bulk_id": uuid.NewString(), "filter": FilterValues(*req.Selection.Filter)}
+		if req.Selection.Filter != nil || len(ids) > 1 {
+			details = map[string]any{"bulk_id": uuid.NewString()}
 		}
-		res.Items = c.apply(actx, req.Action, ids, req.Principal, reason, details)
+		if req.Selection.Filter != nil {
+			details["filter"] = describeFilter(*req.Selection.Filter)
+		}
+		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details); err != nil {
+			return nil, err
+		}
 	}
 	for _, it := range res.Items {
 		res.Counts[it.Outcome]++
@@ -258,8 +264,10 @@ func (c *Core) preview(ctx context.Context, act Action, ids []uuid.UUID) ([]Item
 }
 
 // apply performs act on ids in chunks. A chunk that fails as a whole marks its ids, and those
-// of the chunks after it, as failed: nothing is left without an outcome.
-func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any) []ItemOutcome {
+// of the chunks after it, as failed: nothing is left without an outcome. When the first chunk
+// fails because the resender is shutting down, nothing was done: that is an error wrapping
+// ErrUnavailable.
+func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any) ([]ItemOutcome, error) {
 	chunk := store.MaxCloseIDs
 	if act == Retry {
 		chunk = max(1, c.cfg.Resender.MaxIDs())
@@ -272,9 +280,12 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 			err error
 		)
 		if act == Retry {
-			res, err = c.retry(ctx, part, principal, reason)
+			res, err = c.retry(ctx, part, principal, reason, details)
 		} else {
 			res, err = c.close(ctx, part, principal, reason, details)
+		}
+		if errors.Is(err, resend.ErrClosed) && start == 0 {
+			return nil, fmt.Errorf("%w: the resender is shutting down", ErrUnavailable)
 		}
 		if err != nil {
 			c.log.Error("operator: action failed", "action", act, "principal", principal, "done", start, "left", len(ids)-start, "error", err)
@@ -285,16 +296,16 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 			for _, id := range ids[start:] {
 				out = append(out, ItemOutcome{ID: id, Outcome: OutcomeFailed, Detail: detail})
 			}
-			return out
+			return out, nil
 		}
 		out = append(out, res...)
 	}
-	return out
+	return out, nil
 }
 
 // retry resends ids (at most the resender's MaxIDs).
-func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string) ([]ItemOutcome, error) {
-	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resend.ManualRequest{Principal: principal, Reason: reason})
+func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any) ([]ItemOutcome, error) {
+	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resend.ManualRequest{Principal: principal, Reason: reason, Details: details})
 	if err != nil {
 		return nil, err
 	}
@@ -336,4 +347,18 @@ func (c *Core) close(ctx context.Context, ids []uuid.UUID, principal, reason str
 		out[i] = o
 	}
 	return out, nil
+}
+
+// describeFilter returns f for an audit entry: each parameter with its value, or its values
+// when it has several.
+func describeFilter(f store.Filter) map[string]any {
+	out := map[string]any{}
+	for name, vs := range FilterValues(f) {
+		if len(vs) == 1 {
+			out[name] = vs[0]
+		} else {
+			out[name] = vs
+		}
+	}
+	return out
 }

@@ -45,6 +45,8 @@ type ManualRequest struct {
 	Principal string
 	// Reason is the operator's explanation. Optional.
 	Reason string
+	// Details are added to the details of every audit entry written (e.g. a bulk action's id).
+	Details map[string]any
 }
 
 // ItemResult is the outcome of a manual resend for one id.
@@ -223,7 +225,11 @@ func auditEntries(items []ItemResult, req ManualRequest, service string) []store
 			// Refused, nothing happened to the failure: as for a refused close, no entry.
 			continue
 		}
-		details := map[string]any{"outcome": string(it.Outcome), "trigger": TriggerManual, "resending_service": service}
+		details := map[string]any{}
+		for k, v := range req.Details {
+			details[k] = v
+		}
+		details["outcome"], details["trigger"], details["resending_service"] = string(it.Outcome), TriggerManual, service
 		if it.State != "" {
 			details["from_state"] = string(it.State)
 		}

@@ -21,6 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/api"
+	"github.com/redrive/redrive/auth"
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
@@ -85,11 +87,20 @@ func benchAPI(ctx context.Context, args []string) error {
 		return err
 	}
 	const token = "bench-token-0123456789abcdef"
-	tokens, err := api.ParseTokens("bench:viewer:" + token)
+	tokens, err := auth.ParseTokens("bench:viewer:" + token)
 	if err != nil {
 		return err
 	}
-	h, err := api.New(api.Config{Store: st, Auth: api.AuthConfig{Tokens: tokens}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	authn, err := auth.NewAuthenticator(auth.Config{Tokens: tokens})
+	if err != nil {
+		return err
+	}
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	core, err := operator.New(operator.Config{Store: st, Logger: discard})
+	if err != nil {
+		return err
+	}
+	h, err := api.New(api.Config{Core: core, Auth: authn, Logger: discard})
 	if err != nil {
 		return err
 	}

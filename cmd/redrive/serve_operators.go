@@ -11,6 +11,9 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 
 	"github.com/redrive/redrive/api"
+	"github.com/redrive/redrive/auth"
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/web"
 )
@@ -128,50 +131,58 @@ func (c operatorConfig) backoff() resend.Backoff {
 	return resend.Backoff{Base: c.RetryBase, Max: c.RetryMax, MaxAttempts: c.RetryMaxAttempts}
 }
 
-// authConfig builds the API's authentication from the flags, reading the token file.
-func (c operatorConfig) authConfig() (api.AuthConfig, error) {
-	auth := api.AuthConfig{
+// authConfig builds the authentication of the API and the UI from the flags, reading the
+// token file.
+func (c operatorConfig) authConfig() (auth.Config, error) {
+	cfg := auth.Config{
 		ProxyUserHeader: c.ProxyUserHeader, ProxyGroupsHeader: c.ProxyGroupsHeader, InsecureNoAuth: c.InsecureNoAuth,
 	}
 	var errs []error
-	tokens, err := api.ParseTokens(c.APITokens)
+	tokens, err := auth.ParseTokens(c.APITokens)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("REDRIVE_API_TOKENS (-api-tokens): %w", err))
 	}
-	auth.Tokens = tokens
+	cfg.Tokens = tokens
 	if c.APITokenFile != "" {
-		more, err := api.LoadTokenFile(c.APITokenFile)
+		more, err := auth.LoadTokenFile(c.APITokenFile)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("REDRIVE_API_TOKEN_FILE (-api-token-file): %w", err))
 		}
-		auth.Tokens = append(auth.Tokens, more...)
+		cfg.Tokens = append(cfg.Tokens, more...)
 	}
 	if c.TrustedProxies != "" {
-		if auth.TrustedProxies, err = api.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		if cfg.TrustedProxies, err = auth.ParseTrustedProxies(c.TrustedProxies); err != nil {
 			errs = append(errs, fmt.Errorf("REDRIVE_API_TRUSTED_PROXIES (-api-trusted-proxies): %w", err))
 		}
 	}
 	if c.ProxyRoles != "" {
-		if auth.ProxyRoles, err = api.ParseProxyRoles(c.ProxyRoles); err != nil {
+		if cfg.ProxyRoles, err = auth.ParseProxyRoles(c.ProxyRoles); err != nil {
 			errs = append(errs, fmt.Errorf("REDRIVE_API_PROXY_ROLES (-api-proxy-roles): %w", err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return auth, err
+		return cfg, err
 	}
-	if err := auth.Validate(); err != nil {
-		return auth, err
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
 	}
-	return auth, nil
+	return cfg, nil
 }
 
-// buildOperators adds the resend scheduler (with housekeeping), the REST API at /api/v1/ and
-// the UI at / to the service.
+// buildOperators adds the resend scheduler (with housekeeping), and the operator core with its
+// two translators, the REST API at /api/v1/ and the UI at /, sharing one authenticator.
 func (s *service) buildOperators(_ context.Context, registry schemaregistry.Client) error {
 	oc := s.cfg.Operators
-	auth, err := oc.authConfig()
+	authCfg, err := oc.authConfig()
 	if err != nil {
 		return err
+	}
+	authn, err := auth.NewAuthenticator(authCfg)
+	if err != nil {
+		return err
+	}
+	if authCfg.InsecureNoAuth && !authCfg.Enabled() {
+		s.log.Warn("authentication is disabled (--insecure-no-auth): every request to the API and the UI acts as admin")
 	}
 	hk := resend.HousekeepingConfig{Interval: oc.HousekeepingInterval, ResolvedAge: oc.ResolvedRetention, PermanentAge: oc.PermanentRetention}
 	if oc.HousekeepingInterval == 0 {
@@ -195,30 +206,28 @@ func (s *service) buildOperators(_ context.Context, registry schemaregistry.Clie
 	}
 	s.components = append(s.components, component{name: "resend", run: sched.Run})
 
-	apiHandler, err := api.New(api.Config{
-		Store: s.store, Resender: api.NewResender(sched.Resender()), Auth: auth,
-		Registry: registry, Logger: s.log, Registerer: s.registry,
+	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: registry})
+	if err != nil {
+		return fmt.Errorf("payload decoder: %w", err)
+	}
+	core, err := operator.New(operator.Config{
+		Store: s.store, Resender: sched.Resender(), Payloads: payloads, Logger: s.log, Registerer: s.registry,
 	})
+	if err != nil {
+		return fmt.Errorf("operator core: %w", err)
+	}
+	apiHandler, err := api.New(api.Config{Core: core, Auth: authn, Logger: s.log, Registerer: s.registry})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
 	s.mux.Handle(api.Prefix+"/", apiHandler)
 
-	authenticator, err := api.NewAuthenticator(auth)
-	if err != nil {
-		return fmt.Errorf("api auth: %w", err)
-	}
-	backend, err := web.NewStoreBackend(web.StoreBackendConfig{Store: s.store, Resender: sched.Resender()})
-	if err != nil {
-		return fmt.Errorf("ui: %w", err)
-	}
 	var key []byte
 	if oc.UISessionKey != "" {
 		key, _ = hex.DecodeString(oc.UISessionKey) // validated with the flags
 	}
 	ui, err := web.New(web.Config{
-		Backend: backend, Auth: web.APIAuthenticator(authenticator), SessionKey: key,
-		SecureCookies: oc.UISecureCookies, Registry: registry, Logger: s.log,
+		Core: core, Auth: authn, SessionKey: key, SecureCookies: oc.UISecureCookies, Logger: s.log,
 	})
 	if err != nil {
 		return fmt.Errorf("ui: %w", err)
