@@ -4,24 +4,22 @@
 // a dry run), edit failure groups, and read counts. The OpenAPI 3 document of every route is
 // served at /api/v1/openapi.json.
 //
+// The package only translates HTTP: each handler parses its input, calls one method of the
+// operator core ([operator.Core], shared with the web UI) and writes JSON. Who may call what is
+// decided by an [auth.Authenticator] (bearer tokens, a trusted proxy) and the roles: viewer
+// reads, operator also retries, closes and edits groups.
+//
+// Request bodies are decoded strictly: member names match exactly, no member twice, no unknown
+// member. Kafka offsets are written as decimal strings, since they can pass 2^53.
+//
 // Every error is an RFC 9457 problem document (application/problem+json) whose detail names the
 // field at fault: 400 for malformed input, 401/403 for authentication and roles, 404 for an
 // unknown id, 409 for an action the failure's state does not allow, 413 for a body over the
-// limit, 422 for a well-formed request that cannot be served as asked.
-//
-// # Authentication and roles
-//
-// An [Authenticator] finds the [Principal] of a request: a user named by a trusted
-// authenticating proxy (e.g. oauth2-proxy, only from the configured proxy addresses), or a
-// bearer token (only SHA-256 hashes are kept, compared in constant time). Roles are ordered:
-// viewer reads, operator also retries, closes and edits groups, admin may do everything.
-// [Authenticator.Middleware], [RequireRole] and [PrincipalFrom] are exported so that other
-// handlers (the web UI) authenticate the same way. Every mutation writes an audit log entry
-// with the principal, the action, the reason and the affected ids.
+// limit, 422 for a well-formed request that cannot be served as asked, 503 when resending is
+// unavailable or a query timed out. Internal error text never reaches a client.
 //
 // # Mounting
 //
 // [New] returns a handler that routes the full paths itself (/api/v1/...): mount it at
-// "/api/v1/" without stripping the prefix. [Config.Validate] refuses a configuration without
-// authentication unless --insecure-no-auth was given.
+// "/api/v1/" without stripping the prefix.
 package api
