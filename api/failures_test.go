@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
+	"github.com/go-json-experiment/json"
 	"github.com/google/uuid"
 	"github.com/linkedin/goavro/v2"
 
@@ -381,5 +382,28 @@ func TestQueryTimeout(t *testing.T) {
 	r := e.do("GET", "/api/v1/failures?q=decode", viewerToken, nil)
 	if p := r.problem(t); r.status != 503 || !strings.Contains(p.Detail, "narrow the filter") {
 		t.Errorf("timed out list = %d %+v", r.status, p)
+	}
+}
+
+// Offsets past 2^53 travel as decimal strings, exact for every client: a JSON number there
+// would be rounded by clients that read numbers as doubles.
+func TestOffsetsAreExactStrings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	const big = int64(1)<<53 + 1 // 9007199254740993: no double holds it
+	id := e.insert(row{Offset: big})
+	for _, path := range []string{"/api/v1/failures", "/api/v1/failures/" + id.String()} {
+		r := e.do("GET", path, viewerToken, nil)
+		if r.status != 200 || !strings.Contains(string(r.body), `"offset":"9007199254740993"`) {
+			t.Errorf("%s: %d %s", path, r.status, r.body)
+		}
+		// A reader that decodes numbers as float64 (as JavaScript does) still gets it exactly.
+		var loose map[string]any
+		if err := json.Unmarshal(r.body, &loose); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(r.body), `"offset":9007`) {
+			t.Errorf("%s: the offset is a JSON number", path)
+		}
 	}
 }

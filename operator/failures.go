@@ -29,13 +29,11 @@ type FailurePage struct {
 
 // ListFailures returns one page of the failures req selects.
 func (c *Core) ListFailures(ctx context.Context, req ListRequest) (*FailurePage, error) {
-	p := store.ListParams{Filter: req.Filter, Order: req.Order, Limit: req.Limit}
-	switch {
-	case p.Limit == 0:
-		p.Limit = DefaultPageSize
-	case p.Limit < 1 || p.Limit > store.MaxListLimit:
-		return nil, invalid("limit", "%d is not from 1 to %d", p.Limit, store.MaxListLimit)
+	limit, err := pageLimit(req.Limit)
+	if err != nil {
+		return nil, err
 	}
+	p := store.ListParams{Filter: req.Filter, Order: req.Order, Limit: limit}
 	if req.Cursor != "" {
 		after, err := decodeFailureCursor(req.Cursor, req.Order)
 		if err != nil {
@@ -54,6 +52,17 @@ func (c *Core) ListFailures(ctx context.Context, req ListRequest) (*FailurePage,
 		page.Next = encodeFailureCursor(rows[len(rows)-1].Position(), req.Order)
 	}
 	return page, nil
+}
+
+// pageLimit returns a page size: DefaultPageSize for 0, else 1 to store.MaxListLimit.
+func pageLimit(n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultPageSize, nil
+	case n < 1 || n > store.MaxListLimit:
+		return 0, invalid("limit", "%d is not from 1 to %d", n, store.MaxListLimit)
+	}
+	return n, nil
 }
 
 // CountFailures counts the failures f selects.

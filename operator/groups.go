@@ -60,13 +60,11 @@ type GroupPage struct {
 
 // ListGroups returns one page of groups with their open and total counts.
 func (c *Core) ListGroups(ctx context.Context, req GroupListRequest) (*GroupPage, error) {
-	p := store.GroupListParams{Filter: req.Filter, Limit: req.Limit}
-	switch {
-	case p.Limit == 0:
-		p.Limit = DefaultPageSize
-	case p.Limit < 1 || p.Limit > store.MaxListLimit:
-		return nil, invalid("limit", "%d is not from 1 to %d", p.Limit, store.MaxListLimit)
+	limit, err := pageLimit(req.Limit)
+	if err != nil {
+		return nil, err
 	}
+	p := store.GroupListParams{Filter: req.Filter, Limit: limit}
 	if req.Cursor != "" {
 		after, err := decodeGroupCursor(req.Cursor)
 		if err != nil {
