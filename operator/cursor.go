@@ -18,6 +18,7 @@ const (
 	cursorFailuresNew  = 'n' // failures, newest first: created_at µs (8), id (16)
 	cursorFailuresOld  = 'o' // failures, oldest first: created_at µs (8), id (16)
 	cursorGroups       = 'g' // groups: last_seen µs (8), id (8)
+	cursorJobs         = 'j' // jobs, newest first: created_at µs (8), id (16)
 	failureCursorBytes = 2 + 8 + 16
 	groupCursorBytes   = 2 + 8 + 8
 
@@ -85,4 +86,27 @@ func decodeGroupCursor(s string) (*store.GroupPosition, error) {
 		return nil, invalid("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
 	}
 	return &store.GroupPosition{LastSeen: time.UnixMicro(micros).UTC(), ID: id}, nil
+}
+
+// encodeJobCursor returns the cursor of the job page after p.
+func encodeJobCursor(p store.JobPosition) string {
+	b := make([]byte, failureCursorBytes)
+	b[0], b[1] = cursorVersion, cursorJobs
+	binary.BigEndian.PutUint64(b[2:10], uint64(p.CreatedAt.UnixMicro()))
+	copy(b[10:], p.ID[:])
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeJobCursor validates a job cursor.
+func decodeJobCursor(s string) (*store.JobPosition, error) {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != failureCursorBytes || b[0] != cursorVersion || b[1] != cursorJobs {
+		return nil, invalid("cursor", "not a job list cursor of this API: pass next_cursor unchanged")
+	}
+	micros := int64(binary.BigEndian.Uint64(b[2:10]))
+	if micros < minCursorMicros || micros > maxCursorMicros {
+		return nil, invalid("cursor", "not a job list cursor of this API: pass next_cursor unchanged")
+	}
+	id, _ := uuid.FromBytes(b[10:])
+	return &store.JobPosition{CreatedAt: time.UnixMicro(micros).UTC(), ID: id}, nil
 }

@@ -56,6 +56,8 @@ type Config struct {
 	// StatsMaxAge is how old the counts of Stats may be; older ones are refreshed in the
 	// background while the previous ones are served. Defaults to 10s.
 	StatsMaxAge time.Duration
+	// PreviewTTL is how long a job preview's token starts the job. Defaults to 15m.
+	PreviewTTL time.Duration
 	// Logger receives errors and warnings. Defaults to a logger that discards.
 	Logger *slog.Logger
 	// Registerer receives the core's metrics. Defaults to none.
@@ -80,8 +82,8 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Store == nil {
 		bad("Store is required")
 	}
-	if cfg.QueryTimeout < 0 || cfg.ActionTimeout < 0 || cfg.StatsMaxAge < 0 {
-		bad("QueryTimeout, ActionTimeout and StatsMaxAge must not be negative")
+	if cfg.QueryTimeout < 0 || cfg.ActionTimeout < 0 || cfg.StatsMaxAge < 0 || cfg.PreviewTTL < 0 {
+		bad("QueryTimeout, ActionTimeout, StatsMaxAge and PreviewTTL must not be negative")
 	}
 	if cfg.MaxBulk < 0 {
 		bad("MaxBulk %d is negative", cfg.MaxBulk)
@@ -107,6 +109,9 @@ func New(cfg Config) (*Core, error) {
 	}
 	if cfg.StatsMaxAge == 0 {
 		cfg.StatsMaxAge = DefaultStatsMaxAge
+	}
+	if cfg.PreviewTTL == 0 {
+		cfg.PreviewTTL = DefaultPreviewTTL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

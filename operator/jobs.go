@@ -1,0 +1,453 @@
+package operator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
+
+	"github.com/redrive/redrive/store"
+)
+
+// Bounds of jobs.
+const (
+	// MaxJobIDs bounds the ids of one job by ids (a job by filter has no bound).
+	MaxJobIDs = 100000
+	// DefaultJobRate is the rate of a job that names none, in items per second.
+	DefaultJobRate = 200
+	// MaxJobRate bounds a job's rate.
+	MaxJobRate = 100000
+	// DefaultPreviewTTL is how long a preview's token starts its job.
+	DefaultPreviewTTL = 15 * time.Minute
+)
+
+// JobRequest asks for a job: an action on a selection, previewed first.
+type JobRequest struct {
+	Action    Action
+	Selection Selection
+	Principal string
+	// Reason is required to close, at most MaxReasonLen characters.
+	Reason string
+	// RateLimit is the most items per second the job acts on. Defaults to DefaultJobRate.
+	RateLimit float64
+}
+
+// JobPreview is a job whose selection is pinned, waiting for its token.
+type JobPreview struct {
+	Job *store.Job
+	// Token starts the job (StartJob) until Job.PreviewExpiresAt; it is not stored, only its
+	// hash, so it is shown once.
+	Token string
+}
+
+// PreviewJob pins the selection of req in a new job and returns it with the token that starts
+// it. The job acts on exactly the failures pinned now: for a filter, the open failures it
+// selects at this moment, oldest first; for ids, those ids (one that does not exist, or is no
+// longer open when the job reaches it, is skipped with the reason). Bad input is an
+// *InputError and creates nothing.
+func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, error) {
+	reason, err := CheckText("reason", req.Reason, MaxReasonLen)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case req.Action != Retry && req.Action != Close:
+		return nil, invalid("action", "%q is not retry or close", Quote(string(req.Action)))
+	case reason == "" && req.Action == Close:
+		return nil, invalid("reason", "required: say why the failures are closed")
+	case req.RateLimit < 0 || req.RateLimit > MaxJobRate || math.IsNaN(req.RateLimit):
+		return nil, invalid("rate_limit", "%g is not between 0 (the default, %d per second) and %d", req.RateLimit, DefaultJobRate, MaxJobRate)
+	case req.Action == Retry && c.cfg.Resender == nil:
+		return nil, fmt.Errorf("%w: resending is not configured on this server", ErrUnavailable)
+	}
+	if req.RateLimit == 0 {
+		req.RateLimit = DefaultJobRate
+	}
+	sel := req.Selection
+	described := map[string]any{}
+	switch {
+	case sel.IDs != nil && sel.Filter != nil:
+		return nil, invalid("filter", "give ids or filter, not both")
+	case sel.Filter != nil:
+		if sel.Filter.IsZero() {
+			return nil, invalid("filter", "empty: a job by filter needs at least one criterion")
+		}
+		described["filter"] = describeFilter(*sel.Filter)
+	case len(sel.IDs) == 0:
+		return nil, invalid("ids", "empty: give ids or a filter")
+	case len(sel.IDs) > MaxJobIDs:
+		return nil, invalid("ids", "%d ids, at most %d per job (or use a filter)", len(sel.IDs), MaxJobIDs)
+	default:
+		described["ids"] = len(store.DistinctIDs(sel.IDs))
+	}
+	if req.Principal == "" {
+		return nil, errors.New("preview job: a principal is required")
+	}
+	token := make([]byte, 32)
+	_, _ = rand.Read(token) // never fails (crypto/rand)
+	now := c.cfg.Now()
+	qctx, cancel := c.actionContext(ctx)
+	defer cancel()
+	job, err := c.store.CreateJob(qctx, store.CreateJobParams{
+		Action: string(req.Action), Filter: sel.Filter, IDs: sel.IDs, Principal: req.Principal, Reason: reason,
+		Selection: described, RateLimit: req.RateLimit, Token: token, Now: now, ExpiresAt: now.Add(c.cfg.PreviewTTL),
+	})
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	return &JobPreview{Job: job, Token: base64.RawURLEncoding.EncodeToString(token)}, nil
+}
+
+// StartJob runs the previewed job with id when token is its preview's token and the preview
+// has not expired; any instance then picks it up. A wrong, altered or expired token is an
+// *InputError on "token" and changes nothing; a job that is not a preview any more is an
+// *InputError too (409 material: Unprocessable).
+func (c *Core) StartJob(ctx context.Context, id uuid.UUID, token, principal string) (*store.Job, error) {
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
+	if err != nil || len(raw) != 32 {
+		return nil, invalid("token", "not a job token: pass the token of the job's preview unchanged")
+	}
+	qctx, cancel := c.actionContext(ctx)
+	defer cancel()
+	job, err := c.store.StartJob(qctx, id, raw, principal, c.cfg.Now())
+	return job, jobError(err)
+}
+
+// ChangeJob pauses, resumes or cancels the job with id (op "pause", "resume" or "cancel").
+func (c *Core) ChangeJob(ctx context.Context, id uuid.UUID, op, principal string) (*store.Job, error) {
+	switch op {
+	case "pause", "resume", "cancel":
+	default:
+		return nil, invalid("operation", "%q is not pause, resume or cancel", Quote(op))
+	}
+	qctx, cancel := c.actionContext(ctx)
+	defer cancel()
+	job, err := c.store.ChangeJobState(qctx, id, op, principal, c.cfg.Now())
+	return job, jobError(err)
+}
+
+// jobError turns the store's job errors into the core's.
+func jobError(err error) error {
+	var se *store.JobStateError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrTokenRefused):
+		detail := err.Error()
+		if len(detail) > len(store.ErrTokenRefused.Error())+2 {
+			detail = detail[len(store.ErrTokenRefused.Error())+2:]
+		}
+		return invalid("token", "%s", detail)
+	case errors.As(err, &se):
+		return unprocessable("state", "%s", se.Error())
+	}
+	return fromStore(err)
+}
+
+// JobView is a job with its progress.
+type JobView struct {
+	*store.Job
+	// Rate is the items acted on per second since the job started; 0 before.
+	Rate float64
+	// ETA is when the job should be done at that rate; nil when unknown or finished.
+	ETA *time.Time
+}
+
+// newJobView computes the progress of j at now.
+func newJobView(j *store.Job, now time.Time) *JobView {
+	v := &JobView{Job: j}
+	acted := j.Done + j.Skipped + j.Failed
+	if j.StartedAt != nil && acted > 0 {
+		end := now
+		if j.FinishedAt != nil {
+			end = *j.FinishedAt
+		}
+		if secs := end.Sub(*j.StartedAt).Seconds(); secs > 0 {
+			v.Rate = float64(acted) / secs
+		}
+	}
+	if j.State == store.JobRunning && v.Rate > 0 {
+		eta := now.Add(time.Duration(float64(j.Remaining()) / v.Rate * float64(time.Second)))
+		v.ETA = &eta
+	}
+	return v
+}
+
+// Job returns the job with id and its progress, or an error wrapping ErrNotFound.
+func (c *Core) Job(ctx context.Context, id uuid.UUID) (*JobView, error) {
+	qctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	j, err := c.store.JobByID(qctx, id)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	return newJobView(j, c.cfg.Now()), nil
+}
+
+// JobPage is a page of jobs, newest first.
+type JobPage struct {
+	Items []JobView
+	Next  string
+}
+
+// ListJobs returns a page of jobs, newest first.
+func (c *Core) ListJobs(ctx context.Context, limit int, cursor string) (*JobPage, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	var after *store.JobPosition
+	if cursor != "" {
+		p, err := decodeJobCursor(cursor)
+		if err != nil {
+			return nil, err
+		}
+		after = p
+	}
+	qctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	jobs, more, err := c.store.ListJobs(qctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	now := c.cfg.Now()
+	page := &JobPage{Items: make([]JobView, len(jobs))}
+	for i := range jobs {
+		page.Items[i] = *newJobView(&jobs[i], now)
+	}
+	if more && len(jobs) > 0 {
+		last := jobs[len(jobs)-1]
+		page.Next = encodeJobCursor(store.JobPosition{CreatedAt: last.CreatedAt, ID: last.ID})
+	}
+	return page, nil
+}
+
+// JobItemsRequest selects a page of a job's items.
+type JobItemsRequest struct {
+	JobID uuid.UUID
+	// Outcome is done, skipped, failed, pending, or "" for all.
+	Outcome string
+	// After is the Next of the previous page, a sequence number; 0 for the first page.
+	After int64
+	Limit int
+}
+
+// JobItemsPage is a page of a job's items in order.
+type JobItemsPage struct {
+	Items []store.JobItem
+	// Next is the After of the following page; 0 on the last page.
+	Next int64
+}
+
+// JobItems returns a page of the items of a job with their outcomes.
+func (c *Core) JobItems(ctx context.Context, req JobItemsRequest) (*JobItemsPage, error) {
+	switch req.Outcome {
+	case "", "done", "skipped", "failed", "pending":
+	default:
+		return nil, invalid("outcome", "%q is not done, skipped, failed or pending", Quote(req.Outcome))
+	}
+	if req.After < 0 {
+		return nil, invalid("after", "must not be negative")
+	}
+	limit, err := pageLimit(req.Limit)
+	if err != nil {
+		return nil, err
+	}
+	qctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	if _, err := c.store.JobByID(qctx, req.JobID); err != nil {
+		return nil, fromStore(err)
+	}
+	items, more, err := c.store.JobItems(qctx, store.JobItemsParams{JobID: req.JobID, Outcome: req.Outcome, After: req.After, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	page := &JobItemsPage{Items: items}
+	if more && len(items) > 0 {
+		page.Next = items[len(items)-1].Seq
+	}
+	return page, nil
+}
+
+// JobAudit returns the audit entries of a job and its items, oldest first.
+func (c *Core) JobAudit(ctx context.Context, id uuid.UUID) ([]store.AuditEntry, error) {
+	qctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	return c.store.JobAudit(qctx, id, MaxAudit)
+}
+
+// JobRunnerConfig configures RunJobs.
+type JobRunnerConfig struct {
+	// Owner names this instance in the jobs it holds. Required.
+	Owner string
+	// PollInterval is the time between two looks for a job to run. Defaults to 1s.
+	PollInterval time.Duration
+	// Lease is how long a job stays with this instance without news from it; another
+	// instance resumes it after that. Defaults to 60s.
+	Lease time.Duration
+	// BatchSize bounds the items acted on and recorded at once. Defaults to 100.
+	BatchSize int
+}
+
+// RunJobs runs jobs until ctx ends: it claims the oldest running job that no other instance
+// holds (SKIP LOCKED), acts on its items in order in batches at the job's rate, records each
+// batch's outcomes with the job's progress in one transaction, and looks for the next job.
+// An instance that stops (or dies) leaves its job to be resumed after the last recorded batch
+// by whichever instance claims it next; an item whose action applied before the stop is
+// counted done (by its audit entry), never acted on twice: the failure's state no longer
+// allows the action.
+func (c *Core) RunJobs(ctx context.Context, cfg JobRunnerConfig) error {
+	if cfg.Owner == "" {
+		return errors.New("run jobs: invalid config: Owner is required")
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = 60 * time.Second
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 100
+	}
+	t := time.NewTicker(cfg.PollInterval)
+	defer t.Stop()
+	for {
+		for ctx.Err() == nil {
+			now := c.cfg.Now()
+			job, err := c.store.ClaimJob(ctx, cfg.Owner, now, now.Add(cfg.Lease))
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Error("jobs: claim failed", "error", err)
+				}
+				break
+			}
+			if job == nil {
+				break
+			}
+			c.runJob(ctx, job, cfg)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// runJob acts on the items of job, held by cfg.Owner, until it is done, paused, canceled,
+// taken over, or ctx ends (then the job is released for another instance).
+func (c *Core) runJob(ctx context.Context, job *store.Job, cfg JobRunnerConfig) {
+	log := c.log.With("job", job.ID, "action", job.Action)
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := c.store.ReleaseJob(rctx, job.ID, cfg.Owner); err != nil {
+			log.Error("jobs: release failed", "error", err)
+		}
+	}()
+	batch := max(1, min(cfg.BatchSize, int(math.Ceil(job.RateLimit))))
+	limiter := rate.NewLimiter(rate.Limit(job.RateLimit), batch)
+	cursor := job.CursorSeq
+	act := Action(job.Action)
+	reason := ""
+	if job.Reason != nil {
+		reason = *job.Reason
+	}
+	for ctx.Err() == nil {
+		items, err := c.store.NextJobItems(ctx, job.ID, cursor, batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Error("jobs: reading items failed", "error", err)
+			}
+			return
+		}
+		now := c.cfg.Now()
+		if len(items) == 0 {
+			if err := c.store.FinishJobIfEmpty(ctx, job.ID, cfg.Owner, now); err != nil {
+				log.Error("jobs: finishing failed", "error", err)
+			}
+			return
+		}
+		if err := limiter.WaitN(ctx, len(items)); err != nil {
+			return
+		}
+		results, err := c.actOnItems(ctx, job, act, reason, items)
+		if err != nil {
+			log.Error("jobs: batch failed; the job waits for the next claim", "error", err)
+			return
+		}
+		now = c.cfg.Now()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+		updated, err := c.store.RecordJobItems(rctx, job.ID, cfg.Owner, results, now, now.Add(cfg.Lease))
+		cancel()
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			log.Info("jobs: the job was paused, canceled or taken over; stopping here")
+			return
+		case err != nil:
+			log.Error("jobs: recording outcomes failed; the batch is redone after the lease", "error", err)
+			return
+		}
+		cursor = items[len(items)-1].Seq
+		if updated.State != store.JobRunning {
+			log.Info("jobs: job finished", "state", updated.State, "done", updated.Done, "skipped", updated.Skipped, "failed", updated.Failed)
+			return
+		}
+	}
+}
+
+// actOnItems applies the job's action to items and returns each item's outcome. An item
+// refused because its state changed counts as done when the audit log shows this job's action
+// applied to it (a batch redone after a crash), else as skipped.
+func (c *Core) actOnItems(ctx context.Context, job *store.Job, act Action, reason string, items []store.JobItem) ([]store.JobItemResult, error) {
+	ids := make([]uuid.UUID, len(items))
+	for i, it := range items {
+		ids[i] = it.FailureID
+	}
+	actx, cancel := c.actionContext(ctx)
+	defer cancel()
+	if act == Retry && c.cfg.Resender == nil {
+		return nil, fmt.Errorf("%w: resending is not configured on this instance", ErrUnavailable)
+	}
+	outcomes, err := c.apply(actx, act, ids, job.Principal, reason, map[string]any{"job_id": job.ID.String()})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]ItemOutcome, len(outcomes))
+	var refused []uuid.UUID
+	for _, o := range outcomes {
+		byID[o.ID] = o
+		if o.Outcome == OutcomeConflict {
+			refused = append(refused, o.ID)
+		}
+	}
+	acted := map[uuid.UUID]bool{}
+	if len(refused) > 0 {
+		if acted, err = c.store.JobActedOn(actx, job.ID, string(act), refused); err != nil {
+			return nil, err
+		}
+	}
+	results := make([]store.JobItemResult, len(items))
+	for i, it := range items {
+		o := byID[it.FailureID]
+		r := store.JobItemResult{Seq: it.Seq}
+		switch {
+		case o.Outcome == act.Success(), acted[it.FailureID]:
+			r.Outcome = store.JobItemDone
+		case o.Outcome == OutcomeFailed:
+			r.Outcome, r.Detail = store.JobItemFailed, o.Detail
+		case o.Outcome == OutcomeNotFound:
+			r.Outcome, r.Detail = store.JobItemSkipped, "no failure has this id (deleted since the preview?)"
+		default:
+			r.Outcome, r.Detail = store.JobItemSkipped, "state changed since the preview: "+o.Detail
+		}
+		results[i] = r
+	}
+	return results, nil
+}

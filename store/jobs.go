@@ -1,0 +1,581 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// JobState is the lifecycle state of a job (docs/jobs.md).
+type JobState string
+
+// The states of a job.
+const (
+	// JobPreview: the selection is pinned; the job waits for its token until it expires.
+	JobPreview JobState = "PREVIEW"
+	// JobRunning: an instance acts on its items (or will, once it claims the job).
+	JobRunning JobState = "RUNNING"
+	// JobPaused: no instance acts on it until it is resumed.
+	JobPaused JobState = "PAUSED"
+	// JobCanceled: stopped for good; items not acted on stay so.
+	JobCanceled JobState = "CANCELED"
+	// JobDone: every item has its outcome.
+	JobDone JobState = "DONE"
+)
+
+// JobItemOutcome is what became of one item of a job.
+type JobItemOutcome string
+
+// The outcomes of a job item.
+const (
+	// JobItemDone: the action applied.
+	JobItemDone JobItemOutcome = "done"
+	// JobItemSkipped: not acted on: no such failure, or its state changed since the preview.
+	JobItemSkipped JobItemOutcome = "skipped"
+	// JobItemFailed: attempted and did not succeed.
+	JobItemFailed JobItemOutcome = "failed"
+)
+
+// Job is a background action on a pinned selection of failures.
+type Job struct {
+	ID        uuid.UUID
+	Action    string
+	State     JobState
+	Principal string
+	Reason    *string
+	// Selection describes how the failures were selected (a filter or ids), for display.
+	Selection map[string]any
+	// RateLimit is the most items per second the job acts on.
+	RateLimit float64
+	// Total is the number of pinned items; Done, Skipped and Failed count their outcomes.
+	Total, Done, Skipped, Failed int64
+	// CursorSeq is the highest item sequence number whose outcome is recorded.
+	CursorSeq  int64
+	Owner      *string
+	LeaseUntil *time.Time
+	CreatedAt  time.Time
+	// PreviewExpiresAt is when an unstarted preview's token stops working.
+	PreviewExpiresAt time.Time
+	StartedAt        *time.Time
+	FinishedAt       *time.Time
+	UpdatedAt        time.Time
+}
+
+// Remaining is the number of items without an outcome.
+func (j *Job) Remaining() int64 { return j.Total - j.Done - j.Skipped - j.Failed }
+
+// JobItem is one pinned failure of a job.
+type JobItem struct {
+	Seq       int64
+	FailureID uuid.UUID
+	// Outcome is empty until the item is acted on.
+	Outcome JobItemOutcome
+	Detail  *string
+	DoneAt  *time.Time
+}
+
+// ErrTokenRefused means a job's start token is wrong, or its preview expired.
+var ErrTokenRefused = errors.New("job token refused")
+
+// CreateJobParams pins a job's selection: the open failures (RETRY_PENDING or PERMANENT) that
+// Filter selects, oldest first, or IDs as given (duplicates once).
+type CreateJobParams struct {
+	Action    string
+	Filter    *Filter
+	IDs       []uuid.UUID
+	Principal string
+	Reason    string
+	// Selection describes the selection for display and audit.
+	Selection map[string]any
+	RateLimit float64
+	// Token is the secret that starts the job; only its hash is stored.
+	Token     []byte
+	Now       time.Time
+	ExpiresAt time.Time
+}
+
+const jobColumns = `id, action, state, principal, reason, selection, rate_limit, total, done, skipped, failed,
+	cursor_seq, owner, lease_until, created_at, preview_expires_at, started_at, finished_at, updated_at`
+
+func scanJob(row pgx.Row) (*Job, error) {
+	var (
+		j   Job
+		sel []byte
+	)
+	err := row.Scan(&j.ID, &j.Action, &j.State, &j.Principal, &j.Reason, &sel, &j.RateLimit, &j.Total, &j.Done,
+		&j.Skipped, &j.Failed, &j.CursorSeq, &j.Owner, &j.LeaseUntil, &j.CreatedAt, &j.PreviewExpiresAt,
+		&j.StartedAt, &j.FinishedAt, &j.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(sel, &j.Selection); err != nil {
+		return nil, fmt.Errorf("job selection: %w", err)
+	}
+	return &j, nil
+}
+
+// CreateJob pins the selection of p in a new job in state PREVIEW, in one transaction, and
+// writes a "job_preview" audit entry. It returns a *FilterError for a filter that is not valid.
+func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) {
+	if p.Filter != nil {
+		if err := p.Filter.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	sel, err := json.Marshal(p.Selection)
+	if err != nil {
+		return nil, fmt.Errorf("job selection: %w", err)
+	}
+	hash := sha256.Sum256(p.Token)
+	var job *Job
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var id uuid.UUID
+		if err := tx.QueryRow(ctx, `
+			INSERT INTO jobs (action, state, principal, reason, selection, rate_limit, token_hash, total,
+				created_at, preview_expires_at, updated_at)
+			VALUES ($1, 'PREVIEW', $2, nullif($3, ''), $4, $5, $6, 0, $7, $8, $7) RETURNING id`,
+			p.Action, p.Principal, p.Reason, sel, p.RateLimit, hash[:], p.Now, p.ExpiresAt).Scan(&id); err != nil {
+			return fmt.Errorf("insert job: %w", err)
+		}
+		var tag int64
+		if p.Filter != nil {
+			args := sqlArgs{id}
+			conds := append(p.Filter.conditions(&args), "f.state IN ('RETRY_PENDING', 'PERMANENT')")
+			ct, err := tx.Exec(ctx, `
+				INSERT INTO job_items (job_id, seq, failure_id)
+				SELECT $1, row_number() OVER (ORDER BY f.created_at, f.id), f.id
+				FROM failures f`+whereClause(conds), args...)
+			if err != nil {
+				return fmt.Errorf("pin job items: %w", err)
+			}
+			tag = ct.RowsAffected()
+		} else {
+			ct, err := tx.Exec(ctx, `
+				INSERT INTO job_items (job_id, seq, failure_id)
+				SELECT $1, u.seq, u.id FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, seq)`, id, DistinctIDs(p.IDs))
+			if err != nil {
+				return fmt.Errorf("pin job items: %w", err)
+			}
+			tag = ct.RowsAffected()
+		}
+		row := tx.QueryRow(ctx, `UPDATE jobs SET total = $2 WHERE id = $1 RETURNING `+jobColumns, id, tag)
+		if job, err = scanJob(row); err != nil {
+			return fmt.Errorf("count job items: %w", err)
+		}
+		return writeAudit(ctx, tx, []AuditEntry{jobAudit(job, AuditActionJobPreview, p.Principal, map[string]any{"total": tag})})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// Audit log actions of jobs.
+const (
+	AuditActionJobPreview = "job_preview"
+	AuditActionJobStart   = "job_start"
+	AuditActionJobPause   = "job_pause"
+	AuditActionJobResume  = "job_resume"
+	AuditActionJobCancel  = "job_cancel"
+)
+
+// jobAudit returns an audit entry about job j. Job entries carry the job id in their details
+// (the audit log has no job column).
+func jobAudit(j *Job, action, principal string, details map[string]any) AuditEntry {
+	d := map[string]any{"job_id": j.ID.String(), "job_action": j.Action, "selection": j.Selection}
+	for k, v := range details {
+		d[k] = v
+	}
+	return AuditEntry{Action: action, Principal: principal, Details: d}
+}
+
+// StartJob moves the job from PREVIEW to RUNNING when token matches its preview's (compared in
+// constant time) and the preview has not expired at now. A wrong token or an expired preview
+// wraps ErrTokenRefused; a job not in PREVIEW is a *JobStateError.
+func (s *Store) StartJob(ctx context.Context, id uuid.UUID, token []byte, principal string, now time.Time) (*Job, error) {
+	var job *Job
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var (
+			hash    []byte
+			state   JobState
+			expires time.Time
+		)
+		err := tx.QueryRow(ctx, `SELECT token_hash, state, preview_expires_at FROM jobs WHERE id = $1 FOR UPDATE`, id).
+			Scan(&hash, &state, &expires)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("start job: %w", err)
+		}
+		got := sha256.Sum256(token)
+		switch {
+		case subtle.ConstantTimeCompare(got[:], hash) != 1:
+			return fmt.Errorf("%w: the token is not this job's", ErrTokenRefused)
+		case state != JobPreview:
+			return &JobStateError{ID: id, State: state, Action: "start"}
+		case !now.Before(expires):
+			return fmt.Errorf("%w: the preview expired at %s: preview again", ErrTokenRefused, expires.UTC().Format(time.RFC3339))
+		}
+		row := tx.QueryRow(ctx, `
+			UPDATE jobs SET state = CASE WHEN total = 0 THEN 'DONE' ELSE 'RUNNING' END, started_at = $2::timestamptz,
+				finished_at = CASE WHEN total = 0 THEN $2::timestamptz END, updated_at = $2::timestamptz
+			WHERE id = $1 RETURNING `+jobColumns, id, now)
+		if job, err = scanJob(row); err != nil {
+			return fmt.Errorf("start job: %w", err)
+		}
+		return writeAudit(ctx, tx, []AuditEntry{jobAudit(job, AuditActionJobStart, principal, nil)})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// JobStateError says a job's state does not allow an operation; it wraps ErrConflict.
+type JobStateError struct {
+	ID     uuid.UUID
+	State  JobState
+	Action string
+}
+
+func (e *JobStateError) Error() string {
+	return fmt.Sprintf("job %s is %s: cannot %s", e.ID, e.State, e.Action)
+}
+
+// Unwrap returns ErrConflict.
+func (e *JobStateError) Unwrap() error { return ErrConflict }
+
+// jobTransitions lists, for each operator operation on a job, the states it applies to and
+// the state it leads to.
+var jobTransitions = map[string]struct {
+	from  []JobState
+	to    JobState
+	audit string
+}{
+	"pause":  {[]JobState{JobRunning}, JobPaused, AuditActionJobPause},
+	"resume": {[]JobState{JobPaused}, JobRunning, AuditActionJobResume},
+	"cancel": {[]JobState{JobPreview, JobRunning, JobPaused}, JobCanceled, AuditActionJobCancel},
+}
+
+// ChangeJobState pauses, resumes or cancels a job (op "pause", "resume" or "cancel") and
+// audits it. A running job's instance notices at its next batch. A state that does not allow
+// op is a *JobStateError.
+func (s *Store) ChangeJobState(ctx context.Context, id uuid.UUID, op, principal string, now time.Time) (*Job, error) {
+	tr, ok := jobTransitions[op]
+	if !ok {
+		return nil, fmt.Errorf("change job state: unknown operation %q", op)
+	}
+	var job *Job
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var state JobState
+		err := tx.QueryRow(ctx, `SELECT state FROM jobs WHERE id = $1 FOR UPDATE`, id).Scan(&state)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("change job state: %w", err)
+		}
+		allowed := false
+		for _, f := range tr.from {
+			allowed = allowed || f == state
+		}
+		if !allowed {
+			return &JobStateError{ID: id, State: state, Action: op}
+		}
+		row := tx.QueryRow(ctx, `
+			UPDATE jobs SET state = $2::text, updated_at = $3::timestamptz, owner = NULL, lease_until = NULL,
+				finished_at = CASE WHEN $2::text = 'CANCELED' THEN $3::timestamptz END
+			WHERE id = $1 RETURNING `+jobColumns, id, tr.to, now)
+		if job, err = scanJob(row); err != nil {
+			return fmt.Errorf("change job state: %w", err)
+		}
+		return writeAudit(ctx, tx, []AuditEntry{jobAudit(job, tr.audit, principal, map[string]any{"from_state": string(state)})})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// ClaimJob gives owner the oldest RUNNING job that no live lease holds, until leaseUntil, or
+// returns nil when there is none. Instances claim with SKIP LOCKED, so no two hold one job.
+func (s *Store) ClaimJob(ctx context.Context, owner string, now, leaseUntil time.Time) (*Job, error) {
+	row := s.pool.QueryRow(ctx, `
+		UPDATE jobs SET owner = $1, lease_until = $3
+		WHERE id = (
+			SELECT id FROM jobs
+			WHERE state = 'RUNNING' AND (lease_until IS NULL OR lease_until <= $2)
+			ORDER BY created_at, id
+			FOR UPDATE SKIP LOCKED LIMIT 1)
+		RETURNING `+jobColumns, owner, now, leaseUntil)
+	j, err := scanJob(row)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim job: %w", err)
+	}
+	return j, nil
+}
+
+// ErrLeaseLost means the job is no longer held by the owner: its lease expired and another
+// instance claimed it, or an operator paused or canceled it.
+var ErrLeaseLost = errors.New("job lease lost")
+
+// NextJobItems returns up to limit items of the job after sequence number after, in order,
+// with their failures' current states (empty for a failure that no longer exists).
+func (s *Store) NextJobItems(ctx context.Context, jobID uuid.UUID, after int64, limit int) ([]JobItem, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT seq, failure_id FROM job_items WHERE job_id = $1 AND seq > $2 AND outcome IS NULL
+		ORDER BY seq LIMIT $3`, jobID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("job items: %w", err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (JobItem, error) {
+		var it JobItem
+		return it, r.Scan(&it.Seq, &it.FailureID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job items: %w", err)
+	}
+	return items, nil
+}
+
+// JobItemResult is the outcome of one job item.
+type JobItemResult struct {
+	Seq     int64
+	Outcome JobItemOutcome
+	Detail  string
+}
+
+// RecordJobItems records the outcomes of a batch of the job held by owner, advances its cursor
+// past them, adds them to its counts and extends the lease to leaseUntil, in one transaction;
+// a job whose items all have their outcome becomes DONE. An item that already has its outcome
+// keeps it and is not counted again. It returns ErrLeaseLost, recording nothing, when owner
+// no longer holds the job as RUNNING.
+func (s *Store) RecordJobItems(ctx context.Context, jobID uuid.UUID, owner string, results []JobItemResult, now, leaseUntil time.Time) (*Job, error) {
+	seqs := make([]int64, len(results))
+	outcomes := make([]string, len(results))
+	details := make([]*string, len(results))
+	var last int64
+	for i, r := range results {
+		seqs[i], outcomes[i] = r.Seq, string(r.Outcome)
+		if r.Detail != "" {
+			d := r.Detail
+			details[i] = &d
+		}
+		last = max(last, r.Seq)
+	}
+	var job *Job
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var held bool
+		if err := tx.QueryRow(ctx, `SELECT state = 'RUNNING' AND owner = $2 FROM jobs WHERE id = $1 FOR UPDATE`, jobID, owner).
+			Scan(&held); err != nil {
+			return fmt.Errorf("record job items: %w", err)
+		}
+		if !held {
+			return ErrLeaseLost
+		}
+		row := tx.QueryRow(ctx, `
+			WITH r AS (
+				SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS r(seq, outcome, detail)),
+			u AS (
+				UPDATE job_items i SET outcome = r.outcome, detail = r.detail, done_at = $5::timestamptz
+				FROM r WHERE i.job_id = $1 AND i.seq = r.seq AND i.outcome IS NULL
+				RETURNING i.outcome),
+			c AS (
+				SELECT count(*) FILTER (WHERE outcome = 'done') AS done,
+					count(*) FILTER (WHERE outcome = 'skipped') AS skipped,
+					count(*) FILTER (WHERE outcome = 'failed') AS failed FROM u)
+			UPDATE jobs j SET done = j.done + c.done, skipped = j.skipped + c.skipped, failed = j.failed + c.failed,
+				cursor_seq = greatest(j.cursor_seq, $6), lease_until = $7, updated_at = $5,
+				state = CASE WHEN j.done + c.done + j.skipped + c.skipped + j.failed + c.failed >= j.total THEN 'DONE' ELSE j.state END,
+				finished_at = CASE WHEN j.done + c.done + j.skipped + c.skipped + j.failed + c.failed >= j.total THEN $5::timestamptz END
+			FROM c WHERE j.id = $1
+			RETURNING `+prefixed("j.", jobColumns), jobID, seqs, outcomes, details, now, last, leaseUntil)
+		var err error
+		job, err = scanJob(row)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("record job items: %w", err)
+	}
+	return job, nil
+}
+
+// FinishJobIfEmpty marks a RUNNING job held by owner DONE when none of its items lacks an
+// outcome (a job whose last batch was recorded by an instance that then stopped).
+func (s *Store) FinishJobIfEmpty(ctx context.Context, jobID uuid.UUID, owner string, now time.Time) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE jobs SET state = 'DONE', finished_at = $3, updated_at = $3
+		WHERE id = $1 AND owner = $2 AND state = 'RUNNING'
+			AND NOT EXISTS (SELECT 1 FROM job_items WHERE job_id = $1 AND outcome IS NULL)`, jobID, owner, now)
+	if err != nil {
+		return fmt.Errorf("finish job: %w", err)
+	}
+	return nil
+}
+
+// ReleaseJob ends owner's lease on the job, so that another instance may claim it at once.
+func (s *Store) ReleaseJob(ctx context.Context, jobID uuid.UUID, owner string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE jobs SET owner = NULL, lease_until = NULL WHERE id = $1 AND owner = $2`, jobID, owner)
+	if err != nil {
+		return fmt.Errorf("release job: %w", err)
+	}
+	return nil
+}
+
+// JobByID returns the job with id, or ErrNotFound.
+func (s *Store) JobByID(ctx context.Context, id uuid.UUID) (*Job, error) {
+	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("job: %w", err)
+	}
+	return j, err
+}
+
+// JobPosition is a place in the job list: newest first by (created_at, id).
+type JobPosition struct {
+	CreatedAt time.Time
+	ID        uuid.UUID
+}
+
+// ListJobs returns up to limit jobs, newest first, after the position when given, and whether
+// more follow.
+func (s *Store) ListJobs(ctx context.Context, after *JobPosition, limit int) ([]Job, bool, error) {
+	args := []any{limit + 1}
+	where := ""
+	if after != nil {
+		where = ` WHERE (created_at, id) < ($2, $3)`
+		args = append(args, after.CreatedAt, after.ID)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM jobs`+where+` ORDER BY created_at DESC, id DESC LIMIT $1`, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list jobs: %w", err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
+		j, err := scanJob(r)
+		if err != nil {
+			return Job{}, err
+		}
+		return *j, nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list jobs: %w", err)
+	}
+	more := len(jobs) > limit
+	return jobs[:min(len(jobs), limit)], more, nil
+}
+
+// JobItemsParams selects a page of a job's items.
+type JobItemsParams struct {
+	JobID uuid.UUID
+	// Outcome keeps items with this outcome; "pending" keeps those without one; "" all.
+	Outcome string
+	// After starts after this sequence number.
+	After int64
+	Limit int
+}
+
+// JobItems returns a page of a job's items in order, and whether more follow.
+func (s *Store) JobItems(ctx context.Context, p JobItemsParams) ([]JobItem, bool, error) {
+	cond := ""
+	switch p.Outcome {
+	case "":
+	case "pending":
+		cond = " AND outcome IS NULL"
+	default:
+		cond = " AND outcome = $4"
+	}
+	args := []any{p.JobID, p.After, p.Limit + 1}
+	if cond == " AND outcome = $4" {
+		args = append(args, p.Outcome)
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT seq, failure_id, coalesce(outcome, ''), detail, done_at FROM job_items
+		WHERE job_id = $1 AND seq > $2`+cond+` ORDER BY seq LIMIT $3`, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("job items: %w", err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (JobItem, error) {
+		var it JobItem
+		return it, r.Scan(&it.Seq, &it.FailureID, &it.Outcome, &it.Detail, &it.DoneAt)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("job items: %w", err)
+	}
+	more := len(items) > p.Limit
+	return items[:min(len(items), p.Limit)], more, nil
+}
+
+// DeleteExpiredPreviews deletes the previews whose token expired before cutoff, with their
+// items, and returns how many.
+func (s *Store) DeleteExpiredPreviews(ctx context.Context, cutoff time.Time) (int64, error) {
+	ct, err := s.pool.Exec(ctx, `DELETE FROM jobs WHERE state = 'PREVIEW' AND preview_expires_at < $1`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("delete expired previews: %w", err)
+	}
+	return ct.RowsAffected(), nil
+}
+
+// prefixed qualifies each column of a comma-separated list with prefix.
+func prefixed(prefix, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// JobActedOn returns which of ids the job's action already applied to, by the audit entries it
+// wrote: a retry that resent the failure, or a close. A job that resumes after a crash uses it
+// to count an item whose action applied before the crash as done, not skipped.
+func (s *Store) JobActedOn(ctx context.Context, jobID uuid.UUID, action string, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT DISTINCT failure_id FROM audit_log
+		WHERE details ? 'job_id' AND details->>'job_id' = $1 AND action = $2 AND failure_id = ANY($3)
+			AND (action <> 'retry' OR details->>'outcome' = 'resent')`, jobID.String(), action, ids)
+	if err != nil {
+		return nil, fmt.Errorf("job acted on: %w", err)
+	}
+	out := map[uuid.UUID]bool{}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("job acted on: %w", err)
+	}
+	for _, id := range got {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// JobAudit returns the audit entries of a job (its own, and its items') oldest first, at most
+// limit.
+func (s *Store) JobAudit(ctx context.Context, jobID uuid.UUID, limit int) ([]AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, failure_id, group_id, action, principal, reason, details, at
+		FROM audit_log WHERE details ? 'job_id' AND details->>'job_id' = $1 ORDER BY at, id LIMIT $2`, jobID.String(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("job audit: %w", err)
+	}
+	out, err := scanAudit(rows)
+	if err != nil {
+		return nil, fmt.Errorf("job audit: %w", err)
+	}
+	return out, nil
+}
