@@ -79,8 +79,8 @@ func TestRolesOnEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mutating != 5 {
-		t.Errorf("checked %d mutating routes, want 5", mutating)
+	if mutating != 10 {
+		t.Errorf("checked %d mutating routes, want 10", mutating)
 	}
 	// The roles that may mutate do.
 	if r := e.do("PATCH", "/api/v1/groups/"+itoa(groupID), operatorToken, `{"note": "by operator"}`); r.status != 200 {

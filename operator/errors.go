@@ -15,6 +15,10 @@ var ErrNotFound = errors.New("not found")
 // configured, or the resender is shutting down.
 var ErrUnavailable = errors.New("unavailable")
 
+// ErrConflict means the state of what an operation names does not allow it (a job that is
+// not running cannot be paused); its text says which state.
+var ErrConflict = errors.New("conflict")
+
 // ErrNullPart means the payload part asked for (a key) is null.
 var ErrNullPart = errors.New("the part is null")
 

@@ -106,8 +106,8 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 
 // StartJob runs the previewed job with id when token is its preview's token and the preview
 // has not expired; any instance then picks it up. A wrong, altered or expired token is an
-// *InputError on "token" and changes nothing; a job that is not a preview any more is an
-// *InputError too (409 material: Unprocessable).
+// *InputError on "token" and changes nothing; a job that is not a preview any more wraps
+// ErrConflict.
 func (c *Core) StartJob(ctx context.Context, id uuid.UUID, token, principal string) (*store.Job, error) {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) != 32 {
@@ -145,7 +145,7 @@ func jobError(err error) error {
 		}
 		return invalid("token", "%s", detail)
 	case errors.As(err, &se):
-		return unprocessable("state", "%s", se.Error())
+		return fmt.Errorf("%w: %s", ErrConflict, se.Error())
 	}
 	return fromStore(err)
 }

@@ -1,0 +1,118 @@
+package api_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/operator"
+	"github.com/redrive/redrive/store"
+)
+
+type jobView struct {
+	ID        string `json:"id"`
+	State     string `json:"state"`
+	Total     int64  `json:"total"`
+	Done      int64  `json:"done"`
+	Skipped   int64  `json:"skipped"`
+	Remaining int64  `json:"remaining"`
+}
+
+// A job by filter: previewed, started with its token, run in the background, inspected.
+func TestJobsAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for range 4 {
+		e.insert(row{Topic: "billing"})
+	}
+	r := e.do("POST", "/api/v1/jobs", operatorToken, map[string]any{"action": "close", "filter": map[string]any{"topic": "billing"}, "reason": "outage"})
+	var preview struct {
+		Job   jobView `json:"job"`
+		Token string  `json:"token"`
+	}
+	r.json(t, &preview)
+	if r.status != 201 || preview.Job.State != "PREVIEW" || preview.Job.Total != 4 || preview.Token == "" || r.header.Get("Location") == "" {
+		t.Fatalf("preview = %d %s", r.status, r.body)
+	}
+	late := e.insert(row{Topic: "billing"})
+	path := "/api/v1/jobs/" + preview.Job.ID
+	for _, bad := range []string{`{"token": "x"}`, `{"token": "` + strings.Repeat("A", 43) + `"}`, `{}`, `{"token": "` + preview.Token + `", "Token": "y"}`} {
+		if r := e.do("POST", path+"/start", operatorToken, bad); r.status != 400 {
+			t.Errorf("start with %s = %d %s", bad, r.status, r.body)
+		}
+	}
+	if r := e.do("POST", path+"/start", viewerToken, `{"token": "`+preview.Token+`"}`); r.status != 403 {
+		t.Errorf("start as viewer = %d", r.status)
+	}
+	if r := e.do("POST", path+"/start", operatorToken, `{"token": "`+preview.Token+`"}`); r.status != 200 {
+		t.Fatalf("start = %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", path+"/start", operatorToken, `{"token": "`+preview.Token+`"}`); r.status != 409 {
+		t.Errorf("start again = %d %s", r.status, r.body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- e.core.RunJobs(ctx, operator.JobRunnerConfig{Owner: "test", PollInterval: 10 * time.Millisecond})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(time.Minute)
+	var j jobView
+	for {
+		r := e.do("GET", path, viewerToken, nil)
+		r.json(t, &j)
+		if j.State == "DONE" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if j.State != "DONE" || j.Done != 4 || j.Remaining != 0 {
+		t.Fatalf("job = %+v", j)
+	}
+	if e.state(late) != store.StatePermanent {
+		t.Error("a failure stored after the preview was closed")
+	}
+	r = e.do("GET", path+"/items?outcome=done&limit=2", viewerToken, nil)
+	var items struct {
+		Data []struct {
+			Seq     int64   `json:"seq"`
+			Outcome *string `json:"outcome"`
+		} `json:"data"`
+		Next *string `json:"next_cursor"`
+	}
+	r.json(t, &items)
+	if r.status != 200 || len(items.Data) != 2 || items.Next == nil || *items.Data[0].Outcome != "done" {
+		t.Errorf("items = %d %s", r.status, r.body)
+	}
+	r = e.do("GET", path+"/items?cursor="+*items.Next, viewerToken, nil)
+	r.json(t, &items)
+	if len(items.Data) != 2 || items.Data[0].Seq != 3 {
+		t.Errorf("items page 2 = %s", r.body)
+	}
+	if r := e.do("POST", path+"/pause", operatorToken, nil); r.status != 409 {
+		t.Errorf("pause a done job = %d %s", r.status, r.body)
+	}
+	r = e.do("GET", "/api/v1/jobs", viewerToken, nil)
+	if r.status != 200 || !strings.Contains(string(r.body), preview.Job.ID) {
+		t.Errorf("list = %d %s", r.status, r.body)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {}, "reason": "x"}`},
+		{"POST", "/api/v1/jobs", `{"action": "close", "ids": ["nope"], "reason": "x"}`},
+		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}}`},
+		{"POST", "/api/v1/jobs", `{"action": "delete", "filter": {"topic": "a"}}`},
+		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}, "reason": "x", "rate_limit": -5}`},
+		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/items?outcome=maybe", ""},
+		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/items?cursor=-1", ""},
+		{"GET", "/api/v1/jobs?cursor=zzz", ""},
+	} {
+		var body any
+		if c.body != "" {
+			body = c.body
+		}
+		if r := e.do(c.method, c.path, operatorToken, body); r.status != 400 {
+			t.Errorf("%s %s %s = %d %s", c.method, c.path, c.body, r.status, r.body)
+		}
+	}
+}
