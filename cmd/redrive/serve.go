@@ -69,12 +69,14 @@ type readyCheck struct {
 // and / can be mounted), and background components run under one errgroup. A further part
 // joins in build: a component{name, Run} in components, a readyCheck in ready, routes on mux.
 type service struct {
-	cfg        serveConfig
-	log        *slog.Logger
-	pool       *pgxpool.Pool
-	store      *store.Store
-	registry   *prometheus.Registry
-	mux        *http.ServeMux
+	cfg      serveConfig
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	store    *store.Store
+	registry *prometheus.Registry
+	mux      *http.ServeMux
+	// openConns counts the HTTP connections open; nil until build.
+	openConns  prometheus.Gauge
 	components []component
 	ready      []readyCheck
 }
@@ -112,6 +114,9 @@ func (s *service) build(ctx context.Context) error {
 	}
 	s.store = st
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s.openConns, err = newOpenConnsGauge(s.registry, s.cfg.HTTP.withDefaults().MaxConns); err != nil {
+		return err
+	}
 
 	registry, err := s.registryClient()
 	if err != nil {
@@ -205,9 +210,12 @@ func (s *service) handleReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // run serves HTTP on ln and runs every component until ctx ends or one of them fails; then it
-// shuts everything down within the shutdown timeout and returns the first error.
+// shuts everything down within the shutdown timeout and returns the first error. The server
+// holds at most cfg.HTTP.MaxConns connections, each within the timeouts of cfg.HTTP.
 func (s *service) run(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	hc := s.cfg.HTTP.withDefaults()
+	srv := newHTTPServer(hc, s.mux)
+	ln = newLimitListener(ln, hc.MaxConns, s.openConns)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, c := range s.components {
 		g.Go(func() error {
