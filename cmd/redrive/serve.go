@@ -30,9 +30,6 @@ func init() {
 	commands["serve"] = command{summary: "run the service: error-topic intake, retry scheduler, REST API and UI", run: runServe}
 }
 
-// readyTimeout bounds one readiness check.
-const readyTimeout = 2 * time.Second
-
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseServeConfig(args, os.Getenv, stderr)
 	if err != nil {
@@ -56,12 +53,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type component struct {
 	name string
 	run  func(ctx context.Context) error
-}
-
-// readyCheck is one condition of /readyz.
-type readyCheck struct {
-	name  string
-	check func(ctx context.Context) error
 }
 
 // service is `redrive serve` assembled from its configuration: the shared Postgres pool and
@@ -157,7 +148,7 @@ func (s *service) build(ctx context.Context) error {
 		component{name: "state-metrics", run: states.Run},
 	)
 	s.ready = append(s.ready,
-		readyCheck{name: "postgres", check: func(ctx context.Context) error { return s.pool.Ping(ctx) }},
+		postgresReady(s.pool),
 		readyCheck{name: "intake", check: func(context.Context) error { return in.Ready() }},
 	)
 
@@ -188,25 +179,6 @@ func (s *service) registryClient() (schemaregistry.Client, error) {
 		return nil, fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %w", err)
 	}
 	return reg, nil
-}
-
-// handleReady answers 200 when every readiness check passes, else 503 naming the failed ones.
-func (s *service) handleReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-	defer cancel()
-	var failed []string
-	for _, c := range s.ready {
-		if err := c.check(ctx); err != nil {
-			failed = append(failed, c.name+": "+err.Error())
-		}
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if len(failed) > 0 {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, "not ready\n"+strings.Join(failed, "\n")+"\n")
-		return
-	}
-	_, _ = io.WriteString(w, "ready\n")
 }
 
 // run serves HTTP on ln and runs every component until ctx ends or one of them fails; then it
