@@ -199,7 +199,7 @@ func (s *Scheduler) deliver(ctx context.Context, owner string, claim store.Resen
 	if claim.ID != 0 {
 		claims = []int64{claim.ID}
 	}
-	marked, err := s.store.MarkResent(ctx, owner, claims, acked, now, auditFn)
+	marked, err := s.store.MarkResent(ctx, store.MarkResentParams{Owner: owner, Claims: claims, IDs: acked, At: now, Audit: auditFn})
 	if err != nil {
 		for i := range out {
 			if out[i].Outcome == OutcomeResent {
