@@ -26,16 +26,12 @@ import (
 	"github.com/redrive/redrive/store"
 )
 
-func init() {
-	commands["serve"] = command{summary: "run the service: error-topic intake, retry scheduler, REST API and UI", run: runServe}
-}
-
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseServeConfig(args, os.Getenv, stderr)
+func runServe(ctx context.Context, args []string, std stdio) error {
+	cfg, err := parseServeConfig(args, os.Getenv, std.err)
 	if err != nil {
 		return err
 	}
-	logger := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	logger := newLogger(std.err, cfg.LogLevel, cfg.LogFormat)
 	svc, err := newService(ctx, cfg, logger)
 	if err != nil {
 		return err
