@@ -88,11 +88,11 @@ type limitListener struct {
 	open      prometheus.Gauge
 }
 
-// newLimitListener bounds ln to max open connections, counted by the gauge open (which may be
-// nil).
+// newLimitListener bounds ln to max open connections, counted by the gauge open; without one
+// (nil) they are counted by a gauge of its own that no registry exports.
 func newLimitListener(ln net.Listener, max int, open prometheus.Gauge) *limitListener {
 	if open == nil {
-		open = prometheus.NewGauge(prometheus.GaugeOpts{Name: "unregistered"})
+		open = prometheus.NewGauge(prometheus.GaugeOpts{Name: "redrive_http_open_connections", Help: "HTTP connections open."})
 	}
 	return &limitListener{Listener: ln, slots: make(chan struct{}, max), done: make(chan struct{}), open: open}
 }
