@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -162,7 +163,7 @@ func parseIDs(in []string) ([]uuid.UUID, error) {
 	for i, s := range in {
 		id, err := uuid.Parse(s)
 		if err != nil || len(s) != 36 {
-			return nil, badRequest("ids["+strconv.Itoa(i)+"]", "%q is not a UUID", operator.Quote(s))
+			return nil, badRequest("ids["+strconv.Itoa(i)+"]", "%q is not a UUID", clip.Text(s, clip.Default))
 		}
 		out[i] = id
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/auth"
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -207,7 +208,7 @@ func pathID(r *http.Request) (uuid.UUID, error) {
 	s := chi.URLParam(r, "id")
 	id, err := uuid.Parse(s)
 	if err != nil || len(s) != 36 {
-		return uuid.Nil, badRequest("id", "%q is not a UUID", operator.Quote(s))
+		return uuid.Nil, badRequest("id", "%q is not a UUID", clip.Text(s, clip.Default))
 	}
 	return id, nil
 }
@@ -217,7 +218,7 @@ func pathGroupID(r *http.Request) (int64, error) {
 	s := chi.URLParam(r, "id")
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, badRequest("id", "%q is not a group id (a positive integer)", operator.Quote(s))
+		return 0, badRequest("id", "%q is not a group id (a positive integer)", clip.Text(s, clip.Default))
 	}
 	return id, nil
 }
@@ -241,7 +242,7 @@ func parseQuery(r *http.Request, allowed ...[]string) (url.Values, error) {
 			if name == "" {
 				return nil, badRequest("query", "a parameter without a name")
 			}
-			return nil, badRequest(operator.Quote(name), "unknown query parameter")
+			return nil, badRequest(clip.Text(name, clip.Default), "unknown query parameter")
 		}
 		if len(vs) > 1 && !operator.Repeatable(name) {
 			return nil, badRequest(name, "given %d times, at most once", len(vs))
@@ -259,7 +260,7 @@ func parseLimit(q url.Values) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > store.MaxListLimit {
-		return 0, badRequest("limit", "%q is not an integer from 1 to %d", operator.Quote(s), store.MaxListLimit)
+		return 0, badRequest("limit", "%q is not an integer from 1 to %d", clip.Text(s, clip.Default), store.MaxListLimit)
 	}
 	return n, nil
 }
@@ -272,6 +273,6 @@ func parseSort(q url.Values) (store.Order, error) {
 	case "oldest":
 		return store.OldestFirst, nil
 	default:
-		return 0, badRequest("sort", "%q is not newest or oldest", operator.Quote(s))
+		return 0, badRequest("sort", "%q is not newest or oldest", clip.Text(s, clip.Default))
 	}
 }

@@ -12,12 +12,15 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/redrive/redrive/internal/jsonstrict"
 )
 
 // decodeBody decodes the JSON body of r into v, strictly: exactly one JSON value of at most
 // the configured size, member names matching exactly (case included), no member twice, no
-// unknown member, strings in valid UTF-8. An empty body is allowed only when optional is true
-// (v is then left as it is). Errors are *requestError values naming the member at fault.
+// unknown member, strings in valid UTF-8 (internal/jsonstrict). An empty body is allowed only
+// when optional is true (v is then left as it is). Errors are *requestError values naming the
+// member at fault.
 func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -41,7 +44,7 @@ func (a *api) decodeBody(w http.ResponseWriter, r *http.Request, v any, optional
 		}
 		return badRequest("body", "empty; a JSON object is required")
 	}
-	return jsonError(json.Unmarshal(body, v, json.RejectUnknownMembers(true)))
+	return jsonError(jsonstrict.Unmarshal(body, v))
 }
 
 // jsonError turns a decoding error into a *requestError naming the member at fault.

@@ -116,7 +116,7 @@ func (e *env) startResender(s *store.Store) *resend.Resender {
 	e.cluster.FailProduce(failingTopic, 0)
 	sched, err := resend.New(resend.Config{
 		Store: s, Brokers: e.cluster.Bootstrap(), ServiceName: "redrive-api-test",
-		Interval: -1, Housekeeping: resend.HousekeepingConfig{Interval: -1}, SendTimeout: 2 * time.Second,
+		DisableAutomatic: true, Housekeeping: resend.HousekeepingConfig{Disable: true}, SendTimeout: 2 * time.Second,
 		Producer: kafka.ConfigMap{"log_level": 3}, Registerer: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -124,7 +125,7 @@ func parseJobIDs(in []string) ([]uuid.UUID, error) {
 	for i, s := range in {
 		id, err := uuid.Parse(s)
 		if err != nil || len(s) != 36 {
-			return nil, badRequest("ids["+strconv.Itoa(i)+"]", "%q is not a UUID", operator.Quote(s))
+			return nil, badRequest("ids["+strconv.Itoa(i)+"]", "%q is not a UUID", clip.Text(s, clip.Default))
 		}
 		out[i] = id
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -67,22 +68,79 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// middleware records every request by its route pattern (not its path, which holds ids).
+// middleware records every request by its route pattern (not its path, which holds ids). Every
+// label has a bounded set of values, whatever clients send: the route is one of the router's
+// patterns or routeUnmatched, the method one of the standard methods or methodOther, the code
+// one of the API's codes, a class such as "4xx", or codeOther.
 func (m *metrics) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil {
-			if p := rc.RoutePattern(); p != "" {
-				route = p
-			}
-		}
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
-		m.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.status)).Inc()
-		m.duration.WithLabelValues(route, r.Method).Observe(time.Since(start).Seconds())
+		route, method, code := routeLabel(r), methodLabel(r.Method), codeLabel(rec.status)
+		m.requests.WithLabelValues(route, method, code).Inc()
+		m.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
 	})
+}
+
+// Label values for what the metrics do not name one by one.
+const (
+	// routeUnmatched labels requests that no route matched.
+	routeUnmatched = "unmatched"
+	// methodOther labels requests with a method that is not a standard one.
+	methodOther = "other"
+	// codeOther labels a status code outside 100 to 599.
+	codeOther = "other"
+)
+
+// routeLabel returns the chi route pattern that handled r, or routeUnmatched. The pattern is
+// one the router defines, never taken from the path; a pattern that ends in a wildcard is that
+// of a sub-router that found no route, since the API defines no wildcard routes.
+func routeLabel(r *http.Request) string {
+	rc := chi.RouteContext(r.Context())
+	if rc == nil {
+		return routeUnmatched
+	}
+	p := rc.RoutePattern()
+	if p == "" || strings.HasSuffix(p, "*") {
+		return routeUnmatched
+	}
+	return p
+}
+
+// methodLabel returns method when it is a standard HTTP method, else methodOther.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return methodOther
+}
+
+// labelledCodes are the status codes counted one by one; others are counted by class.
+var labelledCodes = map[int]bool{
+	http.StatusOK: true, http.StatusCreated: true, http.StatusAccepted: true, http.StatusNoContent: true,
+	http.StatusMovedPermanently: true, http.StatusFound: true, http.StatusSeeOther: true, http.StatusNotModified: true,
+	http.StatusBadRequest: true, http.StatusUnauthorized: true, http.StatusForbidden: true, http.StatusNotFound: true,
+	http.StatusMethodNotAllowed: true, http.StatusNotAcceptable: true, http.StatusConflict: true,
+	http.StatusRequestEntityTooLarge: true, http.StatusUnsupportedMediaType: true,
+	http.StatusUnprocessableEntity: true, http.StatusTooManyRequests: true,
+	http.StatusInternalServerError: true, http.StatusBadGateway: true, http.StatusServiceUnavailable: true,
+	http.StatusGatewayTimeout: true,
+}
+
+// codeLabel returns the label of a status code: the code itself when it is one of
+// labelledCodes, its class ("4xx") for other codes from 100 to 599, else codeOther. A handler
+// that wrote nothing answered 200.
+func codeLabel(code int) string {
+	switch {
+	case code == 0:
+		return "200"
+	case labelledCodes[code]:
+		return strconv.Itoa(code)
+	case code >= 100 && code <= 599:
+		return strconv.Itoa(code/100) + "xx"
+	}
+	return codeOther
 }

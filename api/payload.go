@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
 )
 
@@ -35,7 +36,7 @@ func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 	case "raw", "hex", "json", "avro":
 	default:
 		if err == nil {
-			err = badRequest("format", "%q is not raw, hex, json or avro", operator.Quote(format))
+			err = badRequest("format", "%q is not raw, hex, json or avro", clip.Text(format, clip.Default))
 		}
 	}
 	if err != nil {

@@ -73,12 +73,16 @@ func FuzzHeaderList(f *testing.F) {
 	})
 }
 
-// FuzzParseEventJSON: the JSON reader used by `redrive event encode` never panics.
+// FuzzParseEventJSON: the JSON reader used by `redrive event encode` never panics, and what it
+// accepts encodes. The seeds include duplicate and wrongly cased member names.
 func FuzzParseEventJSON(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(vectorDir, "*.json"))
 	for _, file := range files {
 		b, _ := os.ReadFile(file)
 		f.Add(b)
+	}
+	for _, c := range strictJSONCases(f) {
+		f.Add([]byte(c.doc))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := avro.ParseEventJSON(b)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/redrive/redrive/internal/jsonstrict"
 )
 
 // The JSON shape of the contract's test vectors: records as objects in field order, bytes as
@@ -129,17 +131,14 @@ func EventJSON(e *Event) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ParseEventJSON reads an event from the JSON shape that EventJSON writes. Unknown fields,
-// missing required values, bad base64 and bad numbers are errors that name the field.
+// ParseEventJSON reads an event from the JSON shape that EventJSON writes. Member names must
+// match exactly, case included, and appear once per object; unknown members, missing required
+// values, bad base64 and bad numbers are errors that name the member and where it is (a
+// *jsonstrict.Error for the JSON itself).
 func ParseEventJSON(data []byte) (*Event, error) {
 	var j jsonEvent
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
+	if err := jsonstrict.Unmarshal(data, &j); err != nil {
 		return nil, fmt.Errorf("event JSON: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("event JSON: more than one value")
 	}
 	var err error
 	e := &Event{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/store"
 )
@@ -189,7 +190,7 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 // check validates req and returns the trimmed reason.
 func (c *Core) check(req *ActionRequest) (string, error) {
 	if req.Action != Retry && req.Action != Close {
-		return "", invalid("action", "%q is not retry or close", Quote(string(req.Action)))
+		return "", invalid("action", "%q is not retry or close", clip.Text(string(req.Action), clip.Default))
 	}
 	if strings.TrimSpace(req.Principal) == "" {
 		// The translators authenticate every request: this is a wiring error.

@@ -3,7 +3,6 @@ package operator
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/redrive/redrive/store"
 )
@@ -66,18 +65,4 @@ func fromStore(err error) error {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return err
-}
-
-// Quote shortens a client-given value quoted back in an error message to about 40 bytes,
-// cutting at a character boundary.
-func Quote(s string) string {
-	const n = 40
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

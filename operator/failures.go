@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/store"
 )
 
@@ -117,7 +118,7 @@ func ParsePart(field, s string) (Part, error) {
 	case PartKey:
 		return PartKey, nil
 	}
-	return "", invalid(field, "%q is not value or key", Quote(s))
+	return "", invalid(field, "%q is not value or key", clip.Text(s, clip.Default))
 }
 
 // Payload is one part of a failure's record, exactly as stored.

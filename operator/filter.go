@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/store"
 )
 
@@ -53,7 +54,7 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 	for _, s := range splitValues(v[ParamState]) {
 		st := store.State(strings.ToUpper(s))
 		if !st.Valid() {
-			return store.Filter{}, invalid(ParamState, "%q is not a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)", Quote(s))
+			return store.Filter{}, invalid(ParamState, "%q is not a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)", clip.Text(s, clip.Default))
 		}
 		if !slices.Contains(f.States, st) {
 			f.States = append(f.States, st)
@@ -62,7 +63,7 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 	for _, s := range splitValues(v[ParamTemporality]) {
 		t := avro.Temporality(strings.ToUpper(s))
 		if !t.Valid() {
-			return store.Filter{}, invalid(ParamTemporality, "%q is not a temporality (TEMPORARY, PERMANENT, UNKNOWN)", Quote(s))
+			return store.Filter{}, invalid(ParamTemporality, "%q is not a temporality (TEMPORARY, PERMANENT, UNKNOWN)", clip.Text(s, clip.Default))
 		}
 		if !slices.Contains(f.Temporalities, t) {
 			f.Temporalities = append(f.Temporalities, t)
@@ -80,7 +81,7 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 	if s := strings.TrimSpace(v.Get(ParamGroupID)); s != "" {
 		id, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || id <= 0 {
-			return store.Filter{}, invalid(ParamGroupID, "%q is not a group id (a positive integer)", Quote(s))
+			return store.Filter{}, invalid(ParamGroupID, "%q is not a group id (a positive integer)", clip.Text(s, clip.Default))
 		}
 		f.GroupID = id
 	}
@@ -140,7 +141,7 @@ func parseTime(field, s string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, invalid(field, "%q is not a time: use RFC 3339 such as 2024-05-01T12:00:00Z (or 2024-05-01T12:00, taken as UTC)", Quote(s))
+	return time.Time{}, invalid(field, "%q is not a time: use RFC 3339 such as 2024-05-01T12:00:00Z (or 2024-05-01T12:00, taken as UTC)", clip.Text(s, clip.Default))
 }
 
 // FilterValues returns the URL form of f, which ParseFilter reads back: for links, forms and

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/store"
 )
 
@@ -35,7 +36,7 @@ func ParseGroupFilter(v url.Values) (store.GroupFilter, error) {
 	if s := v.Get(ParamOpen); s != "" {
 		open, err := strconv.ParseBool(s)
 		if err != nil {
-			return store.GroupFilter{}, invalid(ParamOpen, "%q is not true or false", Quote(s))
+			return store.GroupFilter{}, invalid(ParamOpen, "%q is not true or false", clip.Text(s, clip.Default))
 		}
 		f.OpenOnly = open
 	}

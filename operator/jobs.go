@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/store"
 )
 
@@ -58,7 +59,7 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 	}
 	switch {
 	case req.Action != Retry && req.Action != Close:
-		return nil, invalid("action", "%q is not retry or close", Quote(string(req.Action)))
+		return nil, invalid("action", "%q is not retry or close", clip.Text(string(req.Action), clip.Default))
 	case reason == "" && req.Action == Close:
 		return nil, invalid("reason", "required: say why the failures are closed")
 	case req.RateLimit < 0 || req.RateLimit > MaxJobRate || math.IsNaN(req.RateLimit):
@@ -124,7 +125,7 @@ func (c *Core) ChangeJob(ctx context.Context, id uuid.UUID, op, principal string
 	switch op {
 	case "pause", "resume", "cancel":
 	default:
-		return nil, invalid("operation", "%q is not pause, resume or cancel", Quote(op))
+		return nil, invalid("operation", "%q is not pause, resume or cancel", clip.Text(op, clip.Default))
 	}
 	qctx, cancel := c.actionContext(ctx)
 	defer cancel()
@@ -250,7 +251,7 @@ func (c *Core) JobItems(ctx context.Context, req JobItemsRequest) (*JobItemsPage
 	switch req.Outcome {
 	case "", "done", "skipped", "failed", "pending":
 	default:
-		return nil, invalid("outcome", "%q is not done, skipped, failed or pending", Quote(req.Outcome))
+		return nil, invalid("outcome", "%q is not done, skipped, failed or pending", clip.Text(req.Outcome, clip.Default))
 	}
 	if req.After < 0 {
 		return nil, invalid("after", "must not be negative")

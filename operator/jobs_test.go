@@ -415,7 +415,7 @@ func TestRetryJob(t *testing.T) {
 	}
 	sched, err := resend.New(resend.Config{
 		Store: s, Brokers: cluster.Bootstrap(), ServiceName: "redrive-jobs-test",
-		Interval: -1, Housekeeping: resend.HousekeepingConfig{Interval: -1}, SendTimeout: 5 * time.Second,
+		DisableAutomatic: true, Housekeeping: resend.HousekeepingConfig{Disable: true}, SendTimeout: 5 * time.Second,
 		Producer: kafka.ConfigMap{"log_level": 3}, Registerer: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -60,9 +60,12 @@ type Config struct {
 	// instances. Defaults to "<hostname>-<pid>-<random>".
 	InstanceID string
 
+	// DisableAutomatic turns automatic resends off on this instance: Run claims no due
+	// failures (other instances do), while manual resends and housekeeping still work.
+	DisableAutomatic bool
 	// Interval is the time between two scheduler rounds; a round claims and sends due failures
-	// until none is left. Defaults to 1s. A negative value disables automatic resends (manual
-	// resends and housekeeping still work).
+	// until none is left. Defaults to 1s. A negative Interval is read as DisableAutomatic, the
+	// way to disable before that field, and kept for the callers written then.
 	Interval time.Duration
 	// BatchSize is how many due failures one claim takes. Defaults to 500.
 	BatchSize int
@@ -118,8 +121,11 @@ type Config struct {
 // HousekeepingConfig configures the deletion of old failures. RETRY_PENDING failures are never
 // deleted; audit log entries are kept.
 type HousekeepingConfig struct {
-	// Interval is the time between two housekeeping runs. Defaults to 10m. A negative value
-	// disables housekeeping.
+	// Disable turns housekeeping off on this instance.
+	Disable bool
+	// Interval is the time between two housekeeping runs. Defaults to 10m. A negative Interval
+	// is read as Disable, the way to disable before that field, and kept for the callers
+	// written then.
 	Interval time.Duration
 	// ResolvedAge is the age at which RESENT and CLOSED failures are deleted, counted from when
 	// they were resent or closed. Defaults to 30 days.
@@ -184,6 +190,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.InstanceID == "" {
 		c.InstanceID = defaultInstanceID()
+	}
+	if c.Interval < 0 {
+		c.DisableAutomatic, c.Interval = true, 0
 	}
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
@@ -259,6 +268,9 @@ func (c Config) withDefaults() (Config, error) {
 		bad("MaxManualIDs %d is negative", c.MaxManualIDs)
 	}
 	h := &c.Housekeeping
+	if h.Interval < 0 {
+		h.Disable, h.Interval = true, 0
+	}
 	if h.Interval == 0 {
 		h.Interval = DefaultHousekeepingInterval
 	}

@@ -80,19 +80,17 @@ func newEnv(t *testing.T, topics map[string]int) *env {
 func (e *env) scheduler(t *testing.T, edit func(*Config)) *Scheduler {
 	t.Helper()
 	cfg := Config{
-		Store:       e.store,
-		Brokers:     e.cluster.Bootstrap(),
-		ServiceName: "redrive-test",
-		InstanceID:  "instance-" + uuid.NewString()[:8],
-		Interval:    -1,
-		SendTimeout: 10 * time.Second,
-		Housekeeping: HousekeepingConfig{
-			Interval: -1,
-		},
-		Producer:   kafka.ConfigMap{"log_level": 3},
-		Logger:     testLogger(t),
-		Registerer: prometheus.NewRegistry(),
-		Now:        e.clock.Now,
+		Store:            e.store,
+		Brokers:          e.cluster.Bootstrap(),
+		ServiceName:      "redrive-test",
+		InstanceID:       "instance-" + uuid.NewString()[:8],
+		DisableAutomatic: true,
+		SendTimeout:      10 * time.Second,
+		Housekeeping:     HousekeepingConfig{Disable: true},
+		Producer:         kafka.ConfigMap{"log_level": 3},
+		Logger:           testLogger(t),
+		Registerer:       prometheus.NewRegistry(),
+		Now:              e.clock.Now,
 	}
 	if edit != nil {
 		edit(&cfg)

@@ -59,7 +59,7 @@ func startScheduler(t *testing.T, st *store.Store, brokers string) {
 		Brokers:      brokers,
 		ServiceName:  "redrive-test",
 		Interval:     20 * time.Millisecond,
-		Housekeeping: resend.HousekeepingConfig{Interval: -1},
+		Housekeeping: resend.HousekeepingConfig{Disable: true},
 		Producer:     kafka.ConfigMap{"log_level": 3},
 		Logger:       logger(t),
 		Registerer:   prometheus.NewRegistry(),

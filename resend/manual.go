@@ -147,7 +147,7 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 		ids[i] = part[i].ID
 	}
 	now := r.s.cfg.Now()
-	claim, refused, err := r.s.store.ClaimResends(ctx, r.owner, ids, now, now.Add(r.s.cfg.Lease))
+	claim, refused, err := r.s.store.ClaimResends(ctx, store.ClaimResendsParams{Owner: r.owner, IDs: ids, Now: now, LeaseUntil: now.Add(r.s.cfg.Lease)})
 	if err != nil {
 		r.s.cfg.Logger.Error("manual resend: claim failed", "error", err, "principal", req.Principal, "ids", len(ids))
 		for i := range part {
@@ -206,9 +206,7 @@ func (r *Resender) auditOnly(items []ItemResult, req ManualRequest) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
 	defer cancel()
-	_, err := r.s.store.MarkResent(ctx, r.owner, nil, nil, r.s.cfg.Now(), func([]uuid.UUID) []store.AuditEntry {
-		return auditEntries(items, req, r.s.cfg.ServiceName)
-	})
+	err := r.s.store.AppendAudit(ctx, auditEntries(items, req, r.s.cfg.ServiceName), r.s.cfg.Now())
 	if err != nil {
 		r.s.cfg.Logger.Error("manual resend: audit log write failed", "error", err, "principal", req.Principal, "ids", len(items))
 	}

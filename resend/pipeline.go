@@ -105,7 +105,10 @@ func (s *Scheduler) claimLoop(ctx context.Context, out chan<- store.DueClaim) er
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 		now := s.cfg.Now()
 		start := time.Now()
-		claims, err := s.store.ClaimDueBatches(cctx, s.cfg.InstanceID, now, cursor, s.cfg.BatchSize, s.cfg.Concurrency, now.Add(s.cfg.Lease))
+		claims, err := s.store.ClaimDueBatches(cctx, store.ClaimDueParams{
+			Owner: s.cfg.InstanceID, Now: now, After: cursor, BatchSize: s.cfg.BatchSize, Batches: s.cfg.Concurrency,
+			LeaseUntil: now.Add(s.cfg.Lease),
+		})
 		s.metrics.claim.Observe(time.Since(start).Seconds())
 		cancel()
 		if err != nil {
@@ -256,7 +259,7 @@ func (s *Scheduler) mark(claims []int64, ids []uuid.UUID) (st roundStats, err er
 	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
 	defer cancel()
 	start := time.Now()
-	marked, err := s.store.MarkResent(ctx, s.cfg.InstanceID, claims, ids, s.cfg.Now(), nil)
+	marked, err := s.store.MarkResent(ctx, store.MarkResentParams{Owner: s.cfg.InstanceID, Claims: claims, IDs: ids, At: s.cfg.Now()})
 	s.metrics.mark.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.cfg.Logger.Error("republished records could not be marked RESENT: they may be resent again when their claims expire",

@@ -22,7 +22,7 @@ func TestShutdownMarksAcknowledgedRows(t *testing.T) {
 	e := newEnv(t, map[string]int{topic: 2})
 	e.insertDue(t, topic, n, 200)
 	s := e.scheduler(t, func(c *Config) {
-		c.Interval = 10 * time.Millisecond
+		c.DisableAutomatic, c.Interval = false, 10*time.Millisecond
 		c.BatchSize = 25
 		c.Concurrency = 2
 	})

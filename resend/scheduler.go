@@ -68,18 +68,20 @@ func (s *Scheduler) ServiceName() string { return s.cfg.ServiceName }
 // InstanceID returns the name this instance claims failures under.
 func (s *Scheduler) InstanceID() string { return s.cfg.InstanceID }
 
-// Run runs scheduler rounds every Interval and housekeeping every Housekeeping.Interval until
-// ctx ends. It then finishes the batches in flight (each bounded by SendTimeout), waits for the
+// Run runs scheduler rounds every Interval (unless DisableAutomatic) and housekeeping every
+// Housekeeping.Interval (unless Housekeeping.Disable) until ctx ends. It then finishes the batches in flight (each bounded by SendTimeout), waits for the
 // manual resends in flight, flushes and closes the producer, and returns nil. Run may be called
 // once; afterwards the Resender fails with ErrClosed.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("resend scheduler: Run called twice")
 	}
-	s.cfg.Logger.Info("resend scheduler started", "instance", s.cfg.InstanceID, "interval", s.cfg.Interval,
-		"batch_size", s.cfg.BatchSize, "concurrency", s.cfg.Concurrency, "housekeeping_interval", s.cfg.Housekeeping.Interval)
+	s.cfg.Logger.Info("resend scheduler started", "instance", s.cfg.InstanceID,
+		"automatic", !s.cfg.DisableAutomatic, "interval", s.cfg.Interval, "batch_size", s.cfg.BatchSize,
+		"concurrency", s.cfg.Concurrency, "housekeeping", !s.cfg.Housekeeping.Disable,
+		"housekeeping_interval", s.cfg.Housekeeping.Interval)
 	var wg sync.WaitGroup
-	if s.cfg.Interval > 0 {
+	if !s.cfg.DisableAutomatic {
 		wg.Go(func() {
 			every(ctx, s.cfg.Interval, func() {
 				if _, err := s.round(ctx); err != nil && ctx.Err() == nil {
@@ -88,7 +90,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			})
 		})
 	}
-	if s.cfg.Housekeeping.Interval > 0 {
+	if !s.cfg.Housekeeping.Disable {
 		wg.Go(func() {
 			every(ctx, s.cfg.Housekeeping.Interval, func() {
 				if _, err := s.housekeep(ctx); err != nil && ctx.Err() == nil {
@@ -199,7 +201,7 @@ func (s *Scheduler) deliver(ctx context.Context, owner string, claim store.Resen
 	if claim.ID != 0 {
 		claims = []int64{claim.ID}
 	}
-	marked, err := s.store.MarkResent(ctx, owner, claims, acked, now, auditFn)
+	marked, err := s.store.MarkResent(ctx, store.MarkResentParams{Owner: owner, Claims: claims, IDs: acked, At: now, Audit: auditFn})
 	if err != nil {
 		for i := range out {
 			if out[i].Outcome == OutcomeResent {

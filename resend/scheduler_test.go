@@ -27,7 +27,7 @@ func TestTwoSchedulersSendEachRowOnce(t *testing.T) {
 	for range 2 {
 		scheds = append(scheds, e.scheduler(t, func(c *Config) {
 			c.Now = time.Now
-			c.Interval = 10 * time.Millisecond
+			c.DisableAutomatic, c.Interval = false, 10*time.Millisecond
 			c.BatchSize = 40
 			c.Concurrency = 3
 		}))
@@ -208,7 +208,7 @@ func TestSchedulerLag(t *testing.T) {
 func TestRunStopsAndClosesResender(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, map[string]int{"orders": 1})
-	s := e.scheduler(t, func(c *Config) { c.Interval = 10 * time.Millisecond; c.Now = time.Now })
+	s := e.scheduler(t, func(c *Config) { c.DisableAutomatic, c.Interval, c.Now = false, 10*time.Millisecond, time.Now })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -313,5 +313,49 @@ func TestFatalProducerErrorReplacesProducer(t *testing.T) {
 	s.pub.mu.RUnlock()
 	if !replaced {
 		t.Fatal("the producer was not replaced")
+	}
+}
+
+// A scheduler with DisableAutomatic resends nothing by itself, while its housekeeping runs; a
+// negative interval is read as disabled, as before the explicit fields.
+func TestDisableAutomatic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, map[string]int{"orders": 1})
+	now := e.clock.Now()
+	ago := func(d time.Duration) *time.Time { v := now.Add(-d); return &v }
+	due := e.insertFailure(t, row{NextAttemptAt: ago(time.Hour)})
+	expired := e.insertFailure(t, row{State: store.StateResent, CreatedAt: *ago(40 * 24 * time.Hour), ResentAt: ago(31 * 24 * time.Hour)})
+	s := e.scheduler(t, func(c *Config) {
+		c.DisableAutomatic, c.Interval = true, time.Millisecond
+		c.Housekeeping = HousekeepingConfig{Interval: time.Millisecond}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	// Housekeeping and rounds share Run: once housekeeping has deleted the expired failure,
+	// rounds at the same interval would have had their turns too.
+	waitFor(t, time.Minute, "housekeeping", func() bool {
+		var n int
+		if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM failures WHERE id = $1`, expired).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if f := e.failure(t, due); f.State != store.StateRetryPending || e.records("orders") != 0 {
+		t.Errorf("due failure %s, %d records sent; want it RETRY_PENDING and nothing sent", f.State, e.records("orders"))
+	}
+
+	for _, c := range []Config{
+		{Store: e.store, Brokers: "x", Interval: -1, Housekeeping: HousekeepingConfig{Interval: -1}},
+		{Store: e.store, Brokers: "x", DisableAutomatic: true, Housekeeping: HousekeepingConfig{Disable: true}},
+	} {
+		cfg, err := c.withDefaults()
+		if err != nil || !cfg.DisableAutomatic || !cfg.Housekeeping.Disable || cfg.Interval <= 0 || cfg.Housekeeping.Interval <= 0 {
+			t.Errorf("withDefaults(%+v) = %+v, %v; want both disabled, with positive intervals", c, cfg, err)
+		}
 	}
 }

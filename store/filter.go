@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/clip"
 )
 
 // MaxSearchLen bounds Filter.Search in characters.
@@ -75,12 +76,12 @@ func (f *Filter) IsZero() bool {
 func (f *Filter) Validate() error {
 	for _, s := range f.States {
 		if !s.Valid() {
-			return &FilterError{Field: "state", Detail: fmt.Sprintf("%q is not a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)", truncateForError(string(s)))}
+			return &FilterError{Field: "state", Detail: fmt.Sprintf("%q is not a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)", clip.Text(string(s), clip.Default))}
 		}
 	}
 	for _, t := range f.Temporalities {
 		if !t.Valid() {
-			return &FilterError{Field: "temporality", Detail: fmt.Sprintf("%q is not a temporality (TEMPORARY, PERMANENT, UNKNOWN)", truncateForError(string(t)))}
+			return &FilterError{Field: "temporality", Detail: fmt.Sprintf("%q is not a temporality (TEMPORARY, PERMANENT, UNKNOWN)", clip.Text(string(t), clip.Default))}
 		}
 	}
 	for _, c := range []struct{ field, value string }{
@@ -119,18 +120,6 @@ func checkFilterText(field, v string, limit int) error {
 		return &FilterError{Field: field, Detail: "contains a NUL character"}
 	}
 	return nil
-}
-
-// truncateForError shortens a client-given value quoted in an error message.
-func truncateForError(s string) string {
-	if len(s) <= 40 {
-		return s
-	}
-	cut := 40
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // sqlArgs collects the positional arguments of a statement being built.

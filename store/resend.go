@@ -1,18 +1,12 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/redrive/redrive/avro"
 )
@@ -78,123 +72,6 @@ func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
 	return out, rows.Err()
 }
 
-// DueCursor is a position in the order in which due failures are claimed: by next_attempt_at,
-// then id. The zero DueCursor is before every failure.
-type DueCursor struct {
-	At time.Time
-	ID uuid.UUID
-}
-
-// DueClaim is a batch of due failures claimed for a resend.
-type DueClaim struct {
-	// ID identifies the claim; 0 when nothing was claimed.
-	ID int64
-	// IDs are the claimed failures, in due order.
-	IDs []uuid.UUID
-	// Next is the cursor after the last claimed failure; the claim's cursor when it is empty.
-	Next DueCursor
-}
-
-// ClaimDueResends claims up to limit RETRY_PENDING failures that are due at now, that come after
-// the cursor in due order (next_attempt_at, id), and that no live claim holds, for owner until
-// leaseUntil; the earliest due first. It is ClaimDueBatches for one batch; the claim is empty
-// (ID 0, Next = after) when nothing is due.
-func (s *Store) ClaimDueResends(ctx context.Context, owner string, now time.Time, after DueCursor, limit int, leaseUntil time.Time) (DueClaim, error) {
-	claims, err := s.ClaimDueBatches(ctx, owner, now, after, limit, 1, leaseUntil)
-	if err != nil || len(claims) == 0 {
-		return DueClaim{Next: after}, err
-	}
-	return claims[0], nil
-}
-
-// ClaimDueBatches claims up to batches × batchSize RETRY_PENDING failures that are due at now,
-// that come after the cursor in due order (next_attempt_at, id), and that no live claim holds,
-// for owner until leaseUntil, as consecutive claims of batchSize failures (the last one may be
-// smaller), in due order. It returns no claim when nothing is due.
-//
-// Claims are taken one at a time (claims.go), so concurrent callers never get the same failure
-// while its claim runs. A claim reads only the index failures_due_idx (migration 005), in order,
-// and writes one row per batch: it holds the claim lock for little more than the time to read
-// the index entries, however large the records are. The caller loads the records
-// (ResendItems) after the claim, in parallel with the next claim. A caller that claims again and
-// again passes the cursor of its last claim (DueClaim.Next), so that each claim reads only
-// entries it has not seen: the failures it claimed before stay RETRY_PENDING until they are
-// marked. The claim is one short transaction: none stays open while the caller sends.
-func (s *Store) ClaimDueBatches(ctx context.Context, owner string, now time.Time, after DueCursor, batchSize, batches int, leaseUntil time.Time) ([]DueClaim, error) {
-	if batchSize <= 0 || batches <= 0 {
-		return nil, fmt.Errorf("claim due resends: batch size %d and batches %d must be positive", batchSize, batches)
-	}
-	afterAt := pgtype.Timestamptz{Time: after.At, Valid: true}
-	if after.At.IsZero() {
-		afterAt.InfinityModifier = pgtype.NegativeInfinity
-	}
-	var claims []DueClaim
-	// One round trip: under load every round trip waits for the CPU twice (client and server),
-	// and the claim lock is held meanwhile. The lock is taken by a statement of its own, so that
-	// the claim's snapshot, taken after it, sees every claim committed before.
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	// Read the due index in order and stop after limit rows. Without statistics on a burst of
-	// newly due rows the planner may otherwise pick a bitmap scan of every due row and a sort,
-	// for each claim. The penalty that disables a plan also lifts the plan's cost over the JIT
-	// threshold, and compiling would cost far more than the claim: no JIT.
-	b.Queue("SET LOCAL enable_bitmapscan = off")
-	b.Queue("SET LOCAL enable_seqscan = off")
-	b.Queue("SET LOCAL jit = off")
-	// A claim is a lease, not a record: its commit does not wait for the WAL flush, which under
-	// a mark's write burst costs more than the claim itself, with the claim lock held. If the
-	// database crashes before the flush, the claim is gone and its failures may be resent by
-	// another instance as well, as after any crash between a send and its mark (at-least-once).
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(lockClaimsSQL)
-	b.Queue(`
-		WITH picked AS (
-			SELECT f.id, f.next_attempt_at, row_number() OVER (ORDER BY f.next_attempt_at, f.id) - 1 AS n
-			FROM (
-				SELECT f.id, f.next_attempt_at FROM failures f
-				WHERE f.state = 'RETRY_PENDING' AND f.next_attempt_at <= $1
-				  AND (f.next_attempt_at, f.id) > ($3::timestamptz, $4::uuid)
-				  AND f.id NOT IN (`+liveClaimedSQL("$1")+`)
-				ORDER BY f.next_attempt_at, f.id
-				LIMIT $2
-			) f
-		), expired AS (
-			DELETE FROM resend_claims WHERE lease_until <= $1
-		)
-		INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids)
-		SELECT $5, $1, $6, array_agg(id ORDER BY next_attempt_at, id) FROM picked GROUP BY n / $7
-		RETURNING id, failure_ids,
-			(SELECT f.next_attempt_at FROM failures f WHERE f.id = failure_ids[cardinality(failure_ids)])`,
-		now, batchSize*batches, afterAt, after.ID, owner, leaseUntil, batchSize).Query(func(rows pgx.Rows) error {
-		var (
-			c  DueClaim
-			at time.Time
-		)
-		_, err := pgx.ForEachRow(rows, []any{&c.ID, &c.IDs, &at}, func() error {
-			c.Next = DueCursor{At: at, ID: c.IDs[len(c.IDs)-1]}
-			claims = append(claims, c)
-			c = DueClaim{}
-			return nil
-		})
-		return err
-	})
-	b.Queue("COMMIT")
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("claim due resends: %w", err)
-	}
-	// The claims cover consecutive ranges of the due order: order them by where they end.
-	sort.Slice(claims, func(i, j int) bool { return claims[i].Next.before(claims[j].Next) })
-	return claims, nil
-}
-
-// before reports whether c comes before o in due order.
-func (c DueCursor) before(o DueCursor) bool {
-	if !c.At.Equal(o.At) {
-		return c.At.Before(o.At)
-	}
-	return bytes.Compare(c.ID[:], o.ID[:]) < 0
-}
-
 // ResendItems returns the failures with the given ids that are RETRY_PENDING or PERMANENT, in the
 // order of ids; a failure that does not exist or is in another state is absent.
 func (s *Store) ResendItems(ctx context.Context, ids []uuid.UUID) ([]ResendItem, error) {
@@ -213,85 +90,38 @@ func (s *Store) ResendItems(ctx context.Context, ids []uuid.UUID) ([]ResendItem,
 	return items, nil
 }
 
-// Refusal says why ClaimResends did not claim an existing failure.
-type Refusal struct {
-	// State is the failure's current state.
-	State State
-	// InProgress is true when the failure may be resent but another resend's claim holds it.
-	InProgress bool
+// MarkResentParams are the parameters of MarkResent.
+type MarkResentParams struct {
+	// Owner is the instance that took the claims.
+	Owner string
+	// Claims are the claims to release; those of other owners are left alone.
+	Claims []int64
+	// IDs are the failures that were republished.
+	IDs []uuid.UUID
+	// At is the time of the mark: resent_at, and the time of audit entries without one.
+	At time.Time
+	// Audit, when not nil, is called with the marked ids; the entries it returns are appended
+	// to the audit log in the same transaction.
+	Audit func(marked []uuid.UUID) []AuditEntry
 }
 
-// ClaimResends claims the failures with the given ids for owner until leaseUntil, for a manual
-// resend. It claims a failure only when it is RETRY_PENDING or PERMANENT and no live claim holds
-// it. It returns the claimed items (in the order of ids) and, for each existing failure it did
-// not claim, why; an id in neither does not exist. The claim has ID 0 when it holds nothing.
-func (s *Store) ClaimResends(ctx context.Context, owner string, ids []uuid.UUID, now, leaseUntil time.Time) (ResendClaim, map[uuid.UUID]Refusal, error) {
-	refused := make(map[uuid.UUID]Refusal)
-	var claim ResendClaim
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		locked, err := lockForAction(ctx, tx, ids, now)
-		if err != nil {
-			return err
-		}
-		var want []uuid.UUID
-		for _, f := range locked {
-			switch {
-			case !f.State.Resendable():
-				refused[f.ID] = Refusal{State: f.State}
-			case f.Leased:
-				refused[f.ID] = Refusal{State: f.State, InProgress: true}
-			default:
-				want = append(want, f.ID)
-			}
-		}
-		if len(want) == 0 {
-			return nil
-		}
-		rows, err := tx.Query(ctx, `SELECT `+resendItemColumns+` FROM failures f WHERE f.id = ANY($1)`, want)
-		if err != nil {
-			return err
-		}
-		if claim.Items, err = scanResendItems(rows); err != nil {
-			return err
-		}
-		ids := make([]uuid.UUID, len(claim.Items))
-		for i := range claim.Items {
-			ids[i] = claim.Items[i].ID
-		}
-		claim.ID, err = insertClaim(ctx, tx, owner, now, leaseUntil, ids)
-		return err
-	})
-	if err != nil {
-		return ResendClaim{}, nil, fmt.Errorf("claim resends: %w", err)
-	}
-	pos := make(map[uuid.UUID]int, len(ids))
-	for i, id := range ids {
-		if _, ok := pos[id]; !ok {
-			pos[id] = i
-		}
-	}
-	sort.SliceStable(claim.Items, func(i, j int) bool { return pos[claim.Items[i].ID] < pos[claim.Items[j].ID] })
-	return claim, refused, nil
-}
-
-// MarkResent moves the failures with the given ids from RETRY_PENDING or PERMANENT to RESENT at
-// the time at, and releases the claims (those of owner among claims) that held them. It returns
-// the ids it marked: an id is missing when its state changed meanwhile. When audit is not nil,
-// it is called with the marked ids and the entries it returns are appended to the audit log in
-// the same transaction; an entry with a zero At gets at.
+// MarkResent moves the failures p.IDs from RETRY_PENDING or PERMANENT to RESENT at p.At, and
+// releases the claims (those of p.Owner among p.Claims) that held them. It returns the ids it
+// marked: an id is missing when its state changed meanwhile. With p.Audit, the audit entries are
+// written in the same transaction; an entry with a zero At gets p.At.
 //
 // A failure is marked whether or not its claim is still live: the record was republished. When
 // a claim expired before its mark and another resend claimed the failure again, the record is
 // republished twice (at-least-once) and the later mark finds the failure RESENT already.
-func (s *Store) MarkResent(ctx context.Context, owner string, claims []int64, ids []uuid.UUID, at time.Time, audit func(marked []uuid.UUID) []AuditEntry) ([]uuid.UUID, error) {
+func (s *Store) MarkResent(ctx context.Context, p MarkResentParams) ([]uuid.UUID, error) {
 	var marked []uuid.UUID
-	if audit == nil {
+	if p.Audit == nil {
 		// One statement: the scheduler marks batch after batch.
 		rows, err := s.pool.Query(ctx, `
 			WITH released AS (DELETE FROM resend_claims WHERE id = ANY($3) AND owner = $4)
 			UPDATE failures SET state = 'RESENT', resent_at = $2, updated_at = $2
 			WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
-			RETURNING id`, ids, at, claims, owner)
+			RETURNING id`, p.IDs, p.At, p.Claims, p.Owner)
 		if err == nil {
 			marked, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 		}
@@ -301,11 +131,11 @@ func (s *Store) MarkResent(ctx context.Context, owner string, claims []int64, id
 		return marked, nil
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if len(ids) > 0 {
+		if len(p.IDs) > 0 {
 			rows, err := tx.Query(ctx, `
 				UPDATE failures SET state = 'RESENT', resent_at = $2, updated_at = $2
 				WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
-				RETURNING id`, ids, at)
+				RETURNING id`, p.IDs, p.At)
 			if err != nil {
 				return err
 			}
@@ -313,56 +143,21 @@ func (s *Store) MarkResent(ctx context.Context, owner string, claims []int64, id
 				return err
 			}
 		}
-		if err := releaseClaims(ctx, tx, owner, claims); err != nil {
+		if err := releaseClaims(ctx, tx, p.Owner, p.Claims); err != nil {
 			return err
 		}
-		return resendInsertAudit(ctx, tx, audit(marked), at)
+		entries := p.Audit(marked)
+		for i := range entries {
+			if entries[i].At.IsZero() {
+				entries[i].At = p.At
+			}
+		}
+		return writeAudit(ctx, tx, entries)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mark resent: %w", err)
 	}
 	return marked, nil
-}
-
-// resendInsertAudit appends entries to the audit log in one statement.
-func resendInsertAudit(ctx context.Context, tx pgx.Tx, entries []AuditEntry, at time.Time) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	var (
-		failureIDs = make([]*uuid.UUID, len(entries))
-		groupIDs   = make([]*int64, len(entries))
-		actions    = make([]string, len(entries))
-		principals = make([]string, len(entries))
-		reasons    = make([]*string, len(entries))
-		details    = make([]*string, len(entries))
-		ats        = make([]time.Time, len(entries))
-	)
-	for i, e := range entries {
-		failureIDs[i], groupIDs[i], actions[i], principals[i], reasons[i] = e.FailureID, e.GroupID, e.Action, e.Principal, e.Reason
-		if e.Details != nil {
-			b, err := json.Marshal(e.Details)
-			if err != nil {
-				return fmt.Errorf("audit details: %w", err)
-			}
-			d := string(b)
-			details[i] = &d
-		}
-		ats[i] = e.At
-		if ats[i].IsZero() {
-			ats[i] = at
-		}
-	}
-	_, err := tx.Exec(ctx, `
-		INSERT INTO audit_log (failure_id, group_id, action, principal, reason, details, at)
-		SELECT u.failure_id, u.group_id, u.action, u.principal, u.reason, u.details::jsonb, u.at
-		FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
-			AS u(failure_id, group_id, action, principal, reason, details, at)`,
-		failureIDs, groupIDs, actions, principals, reasons, details, ats)
-	if err != nil {
-		return fmt.Errorf("insert audit: %w", err)
-	}
-	return nil
 }
 
 // ResendFailure is a resend that the broker did not acknowledge.
@@ -435,93 +230,4 @@ func (s *Store) OldestDue(ctx context.Context, now time.Time) (time.Time, bool, 
 		return time.Time{}, false, nil
 	}
 	return *oldest, true, nil
-}
-
-// DeleteExpired deletes up to limit failures in state that reached it before cutoff, the
-// oldest first, and then the groups that this left empty. A RESENT failure's age counts from
-// resent_at, a CLOSED one's from closed_at, a PERMANENT one's from its last change (updated_at).
-// RETRY_PENDING failures are never deleted: asking for them is an error. Rows that another
-// transaction holds are skipped, so concurrent callers share the work. The audit log is kept.
-func (s *Store) DeleteExpired(ctx context.Context, state State, cutoff time.Time, limit int) (failures, groups int64, err error) {
-	var since string
-	switch state {
-	case StateResent:
-		since = "coalesce(resent_at, updated_at)"
-	case StateClosed:
-		since = "coalesce(closed_at, updated_at)"
-	case StatePermanent:
-		since = "updated_at"
-	default:
-		return 0, 0, fmt.Errorf("delete expired: refusing to delete %s failures", state)
-	}
-	// created_at < cutoff follows from since < cutoff; it lets the (state, created_at) index
-	// narrow the scan.
-	rows, err := s.pool.Query(ctx, `
-		WITH doomed AS (
-			SELECT id FROM failures
-			WHERE state = $1 AND created_at < $2 AND `+since+` < $2
-			ORDER BY created_at
-			LIMIT $3
-			FOR UPDATE SKIP LOCKED
-		)
-		DELETE FROM failures f USING doomed WHERE f.id = doomed.id
-		RETURNING f.group_id`, state, cutoff, limit)
-	if err != nil {
-		return 0, 0, fmt.Errorf("delete expired %s failures: %w", state, err)
-	}
-	groupIDs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, 0, fmt.Errorf("delete expired %s failures: %w", state, err)
-	}
-	failures = int64(len(groupIDs))
-	groups, err = s.resendDeleteEmptyGroups(ctx, groupIDs)
-	return failures, groups, err
-}
-
-// resendDeleteEmptyGroups deletes those of the groups that no failure references. A failure that
-// arrives for a group meanwhile wins: the foreign key refuses the delete, and the group stays.
-func (s *Store) resendDeleteEmptyGroups(ctx context.Context, ids []int64) (int64, error) {
-	ids = resendUniqueInt64(ids)
-	if len(ids) == 0 {
-		return 0, nil
-	}
-	const q = `DELETE FROM failure_groups g
-		WHERE g.id = ANY($1) AND NOT EXISTS (SELECT 1 FROM failures f WHERE f.group_id = g.id)`
-	tag, err := s.pool.Exec(ctx, q, ids)
-	if err == nil {
-		return tag.RowsAffected(), nil
-	}
-	if !resendIsFKViolation(err) {
-		return 0, fmt.Errorf("delete empty groups: %w", err)
-	}
-	// A failure was added to one of them concurrently: go one by one.
-	var n int64
-	for _, id := range ids {
-		tag, err := s.pool.Exec(ctx, q, []int64{id})
-		switch {
-		case err == nil:
-			n += tag.RowsAffected()
-		case resendIsFKViolation(err):
-		default:
-			return n, fmt.Errorf("delete empty group %d: %w", id, err)
-		}
-	}
-	return n, nil
-}
-
-func resendIsFKViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23503"
-}
-
-func resendUniqueInt64(in []int64) []int64 {
-	seen := make(map[int64]struct{}, len(in))
-	out := in[:0:0]
-	for _, v := range in {
-		if _, ok := seen[v]; !ok {
-			seen[v] = struct{}{}
-			out = append(out, v)
-		}
-	}
-	return out
 }

@@ -71,7 +71,7 @@ func TestClaimDueResendsHoldsUntilReleasedOrExpired(t *testing.T) {
 	third := resendTestInsert(t, pool, now.Add(-time.Second), nil)
 	resendTestInsert(t, pool, now.Add(time.Second), nil) // not due
 
-	claim, err := st.ClaimDueResends(ctx, "a", now, store.DueCursor{}, 2, now.Add(time.Minute))
+	claim, err := claimDue(ctx, st, "a", now, store.DueCursor{}, 2, now.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,16 +91,16 @@ func TestClaimDueResendsHoldsUntilReleasedOrExpired(t *testing.T) {
 	}
 
 	// Held rows are not claimed again, from any cursor, until the claim expires.
-	again, err := st.ClaimDueResends(ctx, "b", now, store.DueCursor{}, 10, now.Add(time.Minute))
+	again, err := claimDue(ctx, st, "b", now, store.DueCursor{}, 10, now.Add(time.Minute))
 	if err != nil || len(again.IDs) != 1 || again.IDs[0] != third {
 		t.Fatalf("second claim: %+v, %v: want only the third row", again, err)
 	}
-	empty, err := st.ClaimDueResends(ctx, "b", now, store.DueCursor{}, 10, now.Add(time.Minute))
+	empty, err := claimDue(ctx, st, "b", now, store.DueCursor{}, 10, now.Add(time.Minute))
 	if err != nil || empty.ID != 0 || len(empty.IDs) != 0 || empty.Next != (store.DueCursor{}) {
 		t.Fatalf("claim with everything held: %+v, %v; want an empty claim", empty, err)
 	}
 	later := now.Add(2 * time.Minute)
-	expired, err := st.ClaimDueResends(ctx, "c", later, store.DueCursor{}, 10, later.Add(time.Minute))
+	expired, err := claimDue(ctx, st, "c", later, store.DueCursor{}, 10, later.Add(time.Minute))
 	if err != nil || len(expired.IDs) != 4 {
 		t.Fatalf("claim after the claims expired: %+v, %v; want all 4 rows", expired, err)
 	}
@@ -110,16 +110,17 @@ func TestClaimDueResendsHoldsUntilReleasedOrExpired(t *testing.T) {
 	}
 
 	// A mark releases the owner's claims only, and marks whatever is still resendable.
-	marked, err := st.MarkResent(ctx, "someone-else", []int64{expired.ID}, []uuid.UUID{first}, later, nil)
+	marked, err := st.MarkResent(ctx, store.MarkResentParams{Owner: "someone-else", Claims: []int64{expired.ID}, IDs: []uuid.UUID{first}, At: later})
 	if err != nil || len(marked) != 1 || marked[0] != first {
 		t.Fatalf("mark: %v, %v", marked, err)
 	}
 	if n := claimCount(t, pool); n != 1 {
 		t.Fatalf("another owner's mark released the claim: %d claims", n)
 	}
-	marked, err = st.MarkResent(ctx, "c", []int64{expired.ID}, []uuid.UUID{first, second}, later, func(m []uuid.UUID) []store.AuditEntry {
-		return []store.AuditEntry{{FailureID: &m[0], Action: "retry", Principal: "p", Details: map[string]any{"k": "v"}}}
-	})
+	marked, err = st.MarkResent(ctx, store.MarkResentParams{Owner: "c", Claims: []int64{expired.ID}, IDs: []uuid.UUID{first, second}, At: later,
+		Audit: func(m []uuid.UUID) []store.AuditEntry {
+			return []store.AuditEntry{{FailureID: &m[0], Action: "retry", Principal: "p", Details: map[string]any{"k": "v"}}}
+		}})
 	if err != nil || len(marked) != 1 || marked[0] != second {
 		t.Fatalf("mark by the owner: %v, %v; want only second (first is RESENT already)", marked, err)
 	}
@@ -132,7 +133,7 @@ func TestClaimDueResendsHoldsUntilReleasedOrExpired(t *testing.T) {
 		t.Fatalf("audit: %q %q %v", action, details, err)
 	}
 	// Released rows that are still due are claimed at once.
-	rest, err := st.ClaimDueResends(ctx, "d", later, store.DueCursor{}, 10, later.Add(time.Minute))
+	rest, err := claimDue(ctx, st, "d", later, store.DueCursor{}, 10, later.Add(time.Minute))
 	if err != nil || len(rest.IDs) != 2 {
 		t.Fatalf("claim after the release: %+v, %v; want the 2 rows still RETRY_PENDING", rest, err)
 	}
@@ -156,7 +157,7 @@ func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 		wg.Go(func() {
 			for {
 				// Every claimer starts from the beginning: only the claims keep them apart.
-				c, err := st.ClaimDueResends(ctx, owner, now, store.DueCursor{}, 7, now.Add(time.Minute))
+				c, err := claimDue(ctx, st, owner, now, store.DueCursor{}, 7, now.Add(time.Minute))
 				if err != nil {
 					errs <- err
 					return
@@ -197,11 +198,11 @@ func TestClaimResendsByID(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The scheduler holds the due one.
-	if sc, err := st.ClaimDueResends(ctx, "sched", now, store.DueCursor{}, 10, now.Add(time.Minute)); err != nil || len(sc.IDs) != 1 {
+	if sc, err := claimDue(ctx, st, "sched", now, store.DueCursor{}, 10, now.Add(time.Minute)); err != nil || len(sc.IDs) != 1 {
 		t.Fatalf("scheduler claim: %+v, %v", sc, err)
 	}
 	missing := uuid.New()
-	claim, refused, err := st.ClaimResends(ctx, "m", []uuid.UUID{b, missing, c, a, due}, now, now.Add(time.Minute))
+	claim, refused, err := st.ClaimResends(ctx, store.ClaimResendsParams{Owner: "m", IDs: []uuid.UUID{b, missing, c, a, due}, Now: now, LeaseUntil: now.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestClaimResendsByID(t *testing.T) {
 		t.Fatalf("refused %+v", refused)
 	}
 	// Claimed again while held: in progress. A due claim skips it too.
-	again, refused, err := st.ClaimResends(ctx, "n", []uuid.UUID{a}, now, now.Add(time.Minute))
+	again, refused, err := st.ClaimResends(ctx, store.ClaimResendsParams{Owner: "n", IDs: []uuid.UUID{a}, Now: now, LeaseUntil: now.Add(time.Minute)})
 	if err != nil || again.ID != 0 || len(again.Items) != 0 || !refused[a].InProgress {
 		t.Fatalf("second claim: %+v %+v %v", again, refused, err)
 	}
@@ -236,10 +237,10 @@ func TestClaimResendsByID(t *testing.T) {
 		t.Fatalf("after the failed send: %s %d %v", state, failures, dueAt)
 	}
 	// Releasing the claim without marking anything frees both failures.
-	if _, err := st.MarkResent(ctx, "m", []int64{claim.ID}, nil, now, nil); err != nil {
+	if _, err := st.MarkResent(ctx, store.MarkResentParams{Owner: "m", Claims: []int64{claim.ID}, At: now}); err != nil {
 		t.Fatal(err)
 	}
-	if _, refused, err := st.ClaimResends(ctx, "n", []uuid.UUID{a, b}, now, now.Add(time.Minute)); err != nil || len(refused) != 0 {
+	if _, refused, err := st.ClaimResends(ctx, store.ClaimResendsParams{Owner: "n", IDs: []uuid.UUID{a, b}, Now: now, LeaseUntil: now.Add(time.Minute)}); err != nil || len(refused) != 0 {
 		t.Fatalf("claim after the release: refused %+v, %v", refused, err)
 	}
 }
@@ -258,7 +259,7 @@ func TestClaimDueResendsAfterCursor(t *testing.T) {
 		order  []uuid.UUID
 	)
 	for {
-		claim, err := st.ClaimDueResends(ctx, "a", now, cursor, 2, now.Add(time.Minute))
+		claim, err := claimDue(ctx, st, "a", now, cursor, 2, now.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,10 +286,10 @@ func TestClaimDueResendsAfterCursor(t *testing.T) {
 
 	// A row due before the cursor is not claimed after it; a claim from the start gets it.
 	early := resendTestInsert(t, pool, now.Add(-2*time.Minute), nil)
-	if c, err := st.ClaimDueResends(ctx, "a", now, cursor, 10, now.Add(time.Minute)); err != nil || len(c.IDs) != 0 {
+	if c, err := claimDue(ctx, st, "a", now, cursor, 10, now.Add(time.Minute)); err != nil || len(c.IDs) != 0 {
 		t.Fatalf("claim after the cursor: %d rows, %v; want none", len(c.IDs), err)
 	}
-	if c, err := st.ClaimDueResends(ctx, "a", now, store.DueCursor{}, 10, now.Add(time.Minute)); err != nil || len(c.IDs) != 1 || c.IDs[0] != early {
+	if c, err := claimDue(ctx, st, "a", now, store.DueCursor{}, 10, now.Add(time.Minute)); err != nil || len(c.IDs) != 1 || c.IDs[0] != early {
 		t.Fatalf("claim from the start: %+v, %v; want only the early row", c, err)
 	}
 }
@@ -301,7 +302,7 @@ func TestClaimDueBatches(t *testing.T) {
 	for i := range 7 {
 		want = append(want, resendTestInsert(t, pool, now.Add(-time.Duration(10-i)*time.Second), nil))
 	}
-	claims, err := st.ClaimDueBatches(ctx, "a", now, store.DueCursor{}, 3, 4, now.Add(time.Minute))
+	claims, err := st.ClaimDueBatches(ctx, store.ClaimDueParams{Owner: "a", Now: now, BatchSize: 3, Batches: 4, LeaseUntil: now.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,10 +326,20 @@ func TestClaimDueBatches(t *testing.T) {
 			t.Fatalf("claimed %v, want %v (due order)", got, want)
 		}
 	}
-	if _, err := st.ClaimDueBatches(ctx, "a", now, store.DueCursor{}, 0, 4, now.Add(time.Minute)); err == nil {
+	if _, err := st.ClaimDueBatches(ctx, store.ClaimDueParams{Owner: "a", Now: now, BatchSize: 0, Batches: 4, LeaseUntil: now.Add(time.Minute)}); err == nil {
 		t.Fatal("a batch size of 0 was accepted")
 	}
-	if more, err := st.ClaimDueBatches(ctx, "b", now, store.DueCursor{}, 3, 4, now.Add(time.Minute)); err != nil || len(more) != 0 {
+	if more, err := st.ClaimDueBatches(ctx, store.ClaimDueParams{Owner: "b", Now: now, BatchSize: 3, Batches: 4, LeaseUntil: now.Add(time.Minute)}); err != nil || len(more) != 0 {
 		t.Fatalf("second claim: %+v, %v; want none (all held)", more, err)
 	}
+}
+
+// claimDue claims up to limit due failures after the cursor as one claim: ClaimDueBatches for
+// one batch. The claim is empty (ID 0, Next = after) when nothing is due.
+func claimDue(ctx context.Context, st *store.Store, owner string, now time.Time, after store.DueCursor, limit int, leaseUntil time.Time) (store.DueClaim, error) {
+	claims, err := st.ClaimDueBatches(ctx, store.ClaimDueParams{Owner: owner, Now: now, After: after, BatchSize: limit, Batches: 1, LeaseUntil: leaseUntil})
+	if err != nil || len(claims) == 0 {
+		return store.DueClaim{Next: after}, err
+	}
+	return claims[0], nil
 }

@@ -237,7 +237,7 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 		Interval:     10 * time.Millisecond,
 		BatchSize:    batch,
 		Concurrency:  concurrency,
-		Housekeeping: resend.HousekeepingConfig{Interval: -1},
+		Housekeeping: resend.HousekeepingConfig{Disable: true},
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Registerer:   reg,
 		Now:          clock,

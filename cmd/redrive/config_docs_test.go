@@ -68,7 +68,7 @@ func parseHelp(t *testing.T, text string) []helpFlag {
 // variable the flags read unset, so that the printed defaults are the built-in ones.
 func commandFlags(t *testing.T, words []string) []helpFlag {
 	t.Helper()
-	cmd, ok := commands[words[0]]
+	cmd, ok := commands()[words[0]]
 	if !ok {
 		t.Fatalf("docs/configuration.md documents `redrive %s`, which is not a command", strings.Join(words, " "))
 	}
@@ -81,7 +81,7 @@ func commandFlags(t *testing.T, words []string) []helpFlag {
 	help := func() []helpFlag {
 		var stderr bytes.Buffer
 		args := append(slices.Clone(words[1:]), "-h")
-		if err := cmd.run(context.Background(), args, io.Discard, &stderr); !errors.Is(err, flag.ErrHelp) {
+		if err := cmd.run(context.Background(), args, stdio{in: strings.NewReader(""), out: io.Discard, err: &stderr}); !errors.Is(err, flag.ErrHelp) {
 			t.Fatalf("redrive %s -h: got %v, want flag.ErrHelp; output:\n%s", strings.Join(words, " "), err, stderr.String())
 		}
 		return parseHelp(t, stderr.String())
@@ -180,7 +180,7 @@ func TestConfigDocs(t *testing.T) {
 	rows, sections := parseConfigDoc(t, string(text))
 
 	// Every command has a section; a command with actions, such as event, one per action.
-	for name := range commands {
+	for name := range commands() {
 		if !slices.ContainsFunc(sections, func(s string) bool { return s == name || strings.HasPrefix(s, name+" ") }) {
 			t.Errorf("docs/configuration.md has no section \"## `redrive %s`\"", name)
 		}

@@ -20,10 +20,6 @@ import (
 	"github.com/redrive/redrive/migrations"
 )
 
-func init() {
-	commands["demo"] = command{summary: "run everything in one process: in-process Kafka, ephemeral Postgres, the service, a failing sample consumer", run: runDemo}
-}
-
 // Topic names of the demo.
 const (
 	demoOrdersTopic = "orders"
@@ -77,17 +73,17 @@ func parseDemoConfig(args []string, stderr io.Writer) (demoConfig, error) {
 	return cfg, nil
 }
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseDemoConfig(args, stderr)
+func runDemo(ctx context.Context, args []string, std stdio) error {
+	cfg, err := parseDemoConfig(args, std.err)
 	if err != nil {
 		return err
 	}
-	logger := newLogger(stderr, cfg.LogLevel, "text")
+	logger := newLogger(std.err, cfg.LogLevel, "text")
 	d, err := startDemo(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	d.printBanner(stdout)
+	d.printBanner(std.out)
 	return d.wait()
 }
 

@@ -8,20 +8,35 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"syscall"
 )
+
+// stdio are the standard streams of a command.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
 
 // command is one subcommand: it parses its own flags from args.
 type command struct {
 	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	run     func(ctx context.Context, args []string, std stdio) error
 }
 
-// commands is filled by each subcommand's file.
-var commands = map[string]command{}
+// commands returns the subcommands by name: the one list of the binary's commands.
+func commands() map[string]command {
+	return map[string]command{
+		"serve":   {summary: "run the service: error-topic intake, retry scheduler, REST API and UI", run: runServe},
+		"migrate": {summary: "apply the database migrations (idempotent; safe from several instances at once)", run: runMigrate},
+		"demo":    {summary: "run everything in one process: in-process Kafka, ephemeral Postgres, the service, a failing sample consumer", run: runDemo},
+		"event":   {summary: "decode or encode one MessageProcessingFailedEvent (JSON <-> framed Avro)", run: runEvent},
+		"version": {summary: "print the version", run: runVersion},
+	}
+}
 
 // errUsage marks a usage error: the message was printed, the exit code is 2.
 var errUsage = errors.New("usage error")
@@ -33,13 +48,9 @@ func main() {
 	os.Exit(code)
 }
 
-// stdin is what subcommands read when no file is given; tests replace it.
-var stdin io.Reader = os.Stdin
-
 // run executes the subcommand named by args[0] and returns the process exit code:
 // 0 on success, 1 on failure, 2 on a usage error.
-func run(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer) int {
-	stdin = in
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -47,13 +58,13 @@ func run(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Wri
 		}
 		return 0
 	}
-	cmd, ok := commands[args[0]]
+	cmd, ok := commands()[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "redrive: unknown command %q\n\n", args[0])
 		usage(stderr)
 		return 2
 	}
-	err := cmd.run(ctx, args[1:], stdout, stderr)
+	err := cmd.run(ctx, args[1:], stdio{in: stdin, out: stdout, err: stderr})
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
@@ -69,13 +80,9 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: redrive <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	cmds := commands()
+	for _, n := range slices.Sorted(maps.Keys(cmds)) {
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'redrive <command> -h' for the flags of a command.")

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -13,23 +12,19 @@ import (
 	"github.com/redrive/redrive/migrations"
 )
 
-func init() {
-	commands["migrate"] = command{summary: "apply the database migrations (idempotent; safe from several instances at once)", run: runMigrate}
-}
-
-func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", "[-check] [-database-url URL]", stderr)
+func runMigrate(ctx context.Context, args []string, std stdio) error {
+	fs := newFlagSet("migrate", "[-check] [-database-url URL]", std.err)
 	dbURL := fs.String("database-url", envOr("REDRIVE_DATABASE_URL", ""), "Postgres connection string (env REDRIVE_DATABASE_URL)")
 	check := fs.Bool("check", false, "only check that the schema is this binary's; exit 1 when it is not")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "redrive migrate: unexpected arguments %q\n", fs.Args())
+		fmt.Fprintf(std.err, "redrive migrate: unexpected arguments %q\n", fs.Args())
 		return errUsage
 	}
 	if *dbURL == "" {
-		fmt.Fprintln(stderr, "redrive migrate: REDRIVE_DATABASE_URL (-database-url) is required")
+		fmt.Fprintln(std.err, "redrive migrate: REDRIVE_DATABASE_URL (-database-url) is required")
 		return errUsage
 	}
 	db, err := openSQL(*dbURL)
@@ -46,7 +41,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := migrations.Check(ctx, db); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(stdout, "schema at version %d: current\n", before)
+		_, err := fmt.Fprintf(std.out, "schema at version %d: current\n", before)
 		return err
 	}
 	if err := migrations.Up(ctx, db); err != nil {
@@ -63,9 +58,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if after == before {
-		_, err = fmt.Fprintf(stdout, "schema already at version %d\n", after)
+		_, err = fmt.Fprintf(std.out, "schema already at version %d\n", after)
 	} else {
-		_, err = fmt.Fprintf(stdout, "schema migrated from version %d to %d\n", before, after)
+		_, err = fmt.Fprintf(std.out, "schema migrated from version %d to %d\n", before, after)
 	}
 	return err
 }

@@ -19,7 +19,7 @@ func TestMigrateCommand(t *testing.T) {
 	db := testkit.EmptyPostgres(t)
 	migrate := func(args ...string) (string, string, error) {
 		var out, errOut bytes.Buffer
-		err := runMigrate(ctx, append([]string{"-database-url", db.DSN}, args...), &out, &errOut)
+		err := runMigrate(ctx, append([]string{"-database-url", db.DSN}, args...), stdio{out: &out, err: &errOut})
 		return out.String(), errOut.String(), err
 	}
 	if _, _, err := migrate("-check"); !errors.Is(err, migrations.ErrNotMigrated) || !strings.Contains(err.Error(), "redrive migrate") {
@@ -50,7 +50,7 @@ func TestMigrateConcurrently(t *testing.T) {
 			defer wg.Done()
 			var out, errOut bytes.Buffer
 			// serve's URL, pool parameters included, works for migrate too.
-			errs[i] = runMigrate(context.Background(), []string{"-database-url", db.DSN + "&pool_max_conns=3"}, &out, &errOut)
+			errs[i] = runMigrate(context.Background(), []string{"-database-url", db.DSN + "&pool_max_conns=3"}, stdio{out: &out, err: &errOut})
 		}()
 	}
 	wg.Wait()
@@ -60,7 +60,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		}
 	}
 	var out, errOut bytes.Buffer
-	if err := runMigrate(context.Background(), []string{"-database-url", db.DSN, "-check"}, &out, &errOut); err != nil {
+	if err := runMigrate(context.Background(), []string{"-database-url", db.DSN, "-check"}, stdio{out: &out, err: &errOut}); err != nil {
 		t.Errorf("check after concurrent migrations: %v", err)
 	}
 }
@@ -68,7 +68,7 @@ func TestMigrateConcurrently(t *testing.T) {
 func TestMigrateNeedsDatabaseURL(t *testing.T) {
 	t.Setenv("REDRIVE_DATABASE_URL", "")
 	var out, errOut bytes.Buffer
-	err := runMigrate(context.Background(), nil, &out, &errOut)
+	err := runMigrate(context.Background(), nil, stdio{out: &out, err: &errOut})
 	if !errors.Is(err, errUsage) || !strings.Contains(errOut.String(), "REDRIVE_DATABASE_URL") {
 		t.Fatalf("migrate without a URL = %v, stderr %q; want a usage error naming REDRIVE_DATABASE_URL", err, errOut.String())
 	}

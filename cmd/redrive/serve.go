@@ -26,19 +26,12 @@ import (
 	"github.com/redrive/redrive/store"
 )
 
-func init() {
-	commands["serve"] = command{summary: "run the service: error-topic intake, retry scheduler, REST API and UI", run: runServe}
-}
-
-// readyTimeout bounds one readiness check.
-const readyTimeout = 2 * time.Second
-
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseServeConfig(args, os.Getenv, stderr)
+func runServe(ctx context.Context, args []string, std stdio) error {
+	cfg, err := parseServeConfig(args, os.Getenv, std.err)
 	if err != nil {
 		return err
 	}
-	logger := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	logger := newLogger(std.err, cfg.LogLevel, cfg.LogFormat)
 	svc, err := newService(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -58,23 +51,19 @@ type component struct {
 	run  func(ctx context.Context) error
 }
 
-// readyCheck is one condition of /readyz.
-type readyCheck struct {
-	name  string
-	check func(ctx context.Context) error
-}
-
 // service is `redrive serve` assembled from its configuration: the shared Postgres pool and
 // store, a metrics registry, an HTTP mux (where /metrics, /healthz and /readyz live and /api/
 // and / can be mounted), and background components run under one errgroup. A further part
 // joins in build: a component{name, Run} in components, a readyCheck in ready, routes on mux.
 type service struct {
-	cfg        serveConfig
-	log        *slog.Logger
-	pool       *pgxpool.Pool
-	store      *store.Store
-	registry   *prometheus.Registry
-	mux        *http.ServeMux
+	cfg      serveConfig
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	store    *store.Store
+	registry *prometheus.Registry
+	mux      *http.ServeMux
+	// openConns counts the HTTP connections open; nil until build.
+	openConns  prometheus.Gauge
 	components []component
 	ready      []readyCheck
 }
@@ -112,6 +101,9 @@ func (s *service) build(ctx context.Context) error {
 	}
 	s.store = st
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s.openConns, err = newOpenConnsGauge(s.registry, s.cfg.HTTP.withDefaults().MaxConns); err != nil {
+		return err
+	}
 
 	registry, err := s.registryClient()
 	if err != nil {
@@ -152,7 +144,7 @@ func (s *service) build(ctx context.Context) error {
 		component{name: "state-metrics", run: states.Run},
 	)
 	s.ready = append(s.ready,
-		readyCheck{name: "postgres", check: func(ctx context.Context) error { return s.pool.Ping(ctx) }},
+		postgresReady(s.pool),
 		readyCheck{name: "intake", check: func(context.Context) error { return in.Ready() }},
 	)
 
@@ -185,29 +177,13 @@ func (s *service) registryClient() (schemaregistry.Client, error) {
 	return reg, nil
 }
 
-// handleReady answers 200 when every readiness check passes, else 503 naming the failed ones.
-func (s *service) handleReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-	defer cancel()
-	var failed []string
-	for _, c := range s.ready {
-		if err := c.check(ctx); err != nil {
-			failed = append(failed, c.name+": "+err.Error())
-		}
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if len(failed) > 0 {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, "not ready\n"+strings.Join(failed, "\n")+"\n")
-		return
-	}
-	_, _ = io.WriteString(w, "ready\n")
-}
-
 // run serves HTTP on ln and runs every component until ctx ends or one of them fails; then it
-// shuts everything down within the shutdown timeout and returns the first error.
+// shuts everything down within the shutdown timeout and returns the first error. The server
+// holds at most cfg.HTTP.MaxConns connections, each within the timeouts of cfg.HTTP.
 func (s *service) run(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	hc := s.cfg.HTTP.withDefaults()
+	srv := newHTTPServer(hc, s.mux)
+	ln = newLimitListener(ln, hc.MaxConns, s.openConns)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, c := range s.components {
 		g.Go(func() error {

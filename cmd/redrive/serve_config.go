@@ -4,12 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"io"
 	"log/slog"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/intake"
@@ -28,6 +29,8 @@ type serveConfig struct {
 	// KafkaConfig holds extra librdkafka settings for every Kafka client of the service.
 	KafkaConfig kafka.ConfigMap
 	HTTPAddr    string
+	// HTTP bounds what clients may hold of the HTTP server.
+	HTTP httpConfig
 
 	BatchSize            int
 	BatchWait            time.Duration
@@ -134,6 +137,12 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	registryAuth := ef.String("schema-registry-auth", "REDRIVE_SCHEMA_REGISTRY_AUTH", "", "user:password for the schema registry's basic authentication")
 	kafkaConfig := ef.String("kafka-config", "REDRIVE_KAFKA_CONFIG", "", "extra librdkafka settings for every Kafka client, comma-separated key=value (e.g. security.protocol=SASL_SSL,sasl.mechanism=PLAIN,sasl.username=u,sasl.password=p)")
 	httpAddr := ef.String("http-addr", "REDRIVE_HTTP_ADDR", ":8080", "listen address of /metrics, /healthz, /readyz (and the API and UI)")
+	readHeaderTimeout := ef.Duration("http-read-header-timeout", "REDRIVE_HTTP_READ_HEADER_TIMEOUT", defaultHTTPReadHeaderTimeout, "longest time to read a request's header")
+	readTimeout := ef.Duration("http-read-timeout", "REDRIVE_HTTP_READ_TIMEOUT", defaultHTTPReadTimeout, "longest time to read a whole request, body included; a slower body is cut off")
+	writeTimeout := ef.Duration("http-write-timeout", "REDRIVE_HTTP_WRITE_TIMEOUT", defaultHTTPWriteTimeout, "longest time from the end of a request's header to the end of its response")
+	idleTimeout := ef.Duration("http-idle-timeout", "REDRIVE_HTTP_IDLE_TIMEOUT", defaultHTTPIdleTimeout, "how long a keep-alive connection may wait for its next request")
+	maxHeaderBytes := ef.Int("http-max-header-bytes", "REDRIVE_HTTP_MAX_HEADER_BYTES", defaultHTTPMaxHeaderBytes, "largest request header, in bytes; a larger one gets 431")
+	maxConns := ef.Int("http-max-conns", "REDRIVE_HTTP_MAX_CONNS", defaultHTTPMaxConns, "most HTTP connections open at once; further clients wait until one closes")
 	batchSize := ef.Int("batch-size", "REDRIVE_INTAKE_BATCH_SIZE", intake.DefaultBatchSize, "most records the intake writes in one transaction")
 	batchWait := ef.Duration("batch-wait", "REDRIVE_INTAKE_BATCH_WAIT", intake.DefaultBatchWait, "longest wait for more records after the first of a batch")
 	writers := ef.Int("intake-writers", "REDRIVE_INTAKE_WRITERS", intake.DefaultWriters, "transactions the intake writes to Postgres at once, each for its share of the causing messages")
@@ -161,6 +170,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		GroupID: *groupID, SchemaRegistryURL: *registry, SchemaRegistryAuth: *registryAuth, HTTPAddr: *httpAddr,
 		BatchSize: *batchSize, BatchWait: *batchWait, Writers: *writers, MaxEventSize: *maxSize,
 		StateMetricsInterval: *statsEvery, ShutdownTimeout: *shutdown, LogFormat: *logFormat,
+		HTTP: httpConfig{
+			ReadHeaderTimeout: *readHeaderTimeout, ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout,
+			IdleTimeout: *idleTimeout, MaxHeaderBytes: *maxHeaderBytes, MaxConns: *maxConns,
+		},
 	}
 	var errs []error
 	bad := func(flagName, format string, args ...any) {
@@ -199,6 +212,23 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	if cfg.StateMetricsInterval <= 0 {
 		bad("state-metrics-interval", "is %s, want > 0", cfg.StateMetricsInterval)
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"http-read-header-timeout", cfg.HTTP.ReadHeaderTimeout}, {"http-read-timeout", cfg.HTTP.ReadTimeout},
+		{"http-write-timeout", cfg.HTTP.WriteTimeout}, {"http-idle-timeout", cfg.HTTP.IdleTimeout},
+	} {
+		if d.value <= 0 {
+			bad(d.flag, "is %s, want > 0", d.value)
+		}
+	}
+	if cfg.HTTP.MaxHeaderBytes < 1024 || cfg.HTTP.MaxHeaderBytes > 16<<20 {
+		bad("http-max-header-bytes", "is %d, want 1024 to %d", cfg.HTTP.MaxHeaderBytes, 16<<20)
+	}
+	if cfg.HTTP.MaxConns < 1 || cfg.HTTP.MaxConns > 1<<20 {
+		bad("http-max-conns", "is %d, want 1 to %d", cfg.HTTP.MaxConns, 1<<20)
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		bad("shutdown-timeout", "is %s, want > 0", cfg.ShutdownTimeout)

@@ -184,18 +184,17 @@ func (s *service) buildOperators(_ context.Context, registry schemaregistry.Clie
 	if authCfg.InsecureNoAuth && !authCfg.Enabled() {
 		s.log.Warn("authentication is disabled (--insecure-no-auth): every request to the API and the UI acts as admin")
 	}
-	hk := resend.HousekeepingConfig{Interval: oc.HousekeepingInterval, ResolvedAge: oc.ResolvedRetention, PermanentAge: oc.PermanentRetention}
-	if oc.HousekeepingInterval == 0 {
-		hk.Interval = -1
+	// An interval of 0 in the flags disables the part on this instance.
+	hk := resend.HousekeepingConfig{
+		Disable: oc.HousekeepingInterval == 0, Interval: oc.HousekeepingInterval,
+		ResolvedAge: oc.ResolvedRetention, PermanentAge: oc.PermanentRetention,
 	}
 	rcfg := resend.Config{
 		Store: s.store, Brokers: s.cfg.KafkaBootstrap, Producer: s.cfg.KafkaConfig, ServiceName: oc.ServiceName,
-		Interval: oc.ResendInterval, BatchSize: oc.ResendBatch, Concurrency: oc.ResendConcurrency,
+		DisableAutomatic: oc.ResendInterval == 0, Interval: oc.ResendInterval,
+		BatchSize: oc.ResendBatch, Concurrency: oc.ResendConcurrency,
 		Backoff: oc.backoff(), ManualRate: oc.ManualRate, Housekeeping: hk,
 		Logger: s.log, Registerer: s.registry,
-	}
-	if oc.ResendInterval == 0 {
-		rcfg.Interval = -1
 	}
 	if oc.ResendPartition == "original" {
 		rcfg.Partitioning = resend.PartitionOriginal

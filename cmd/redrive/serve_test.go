@@ -84,7 +84,7 @@ func TestServeRefusesSchemaNotCurrent(t *testing.T) {
 	ctx := context.Background()
 	empty := testkit.EmptyPostgres(t)
 	var out, errOut bytes.Buffer
-	err := runServe(ctx, serveArgs(empty.DSN, "127.0.0.1:1"), &out, &errOut)
+	err := runServe(ctx, serveArgs(empty.DSN, "127.0.0.1:1"), stdio{out: &out, err: &errOut})
 	if !errors.Is(err, migrations.ErrNotMigrated) || !strings.Contains(err.Error(), "redrive migrate") {
 		t.Errorf("serve on an empty database = %v, want ErrNotMigrated saying what to run", err)
 	}
@@ -93,7 +93,7 @@ func TestServeRefusesSchemaNotCurrent(t *testing.T) {
 	if _, err := newer.Pool.Exec(ctx, "INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true)", migrations.Latest()+1); err != nil {
 		t.Fatal(err)
 	}
-	err = runServe(ctx, serveArgs(newer.DSN, "127.0.0.1:1"), &out, &errOut)
+	err = runServe(ctx, serveArgs(newer.DSN, "127.0.0.1:1"), stdio{out: &out, err: &errOut})
 	if !errors.Is(err, migrations.ErrSchemaNewer) {
 		t.Errorf("serve on a newer schema = %v, want ErrSchemaNewer", err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
 )
@@ -11,17 +10,13 @@ import (
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-func init() {
-	commands["version"] = command{summary: "print the version", run: runVersion}
-}
-
-func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("version", "", stderr)
+func runVersion(_ context.Context, args []string, std stdio) error {
+	fs := newFlagSet("version", "", std.err)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "redrive version: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(std.err, "redrive version: unexpected argument %q\n", fs.Arg(0))
 		return errUsage
 	}
 	v := version
@@ -32,6 +27,6 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}
-	fmt.Fprintf(stdout, "redrive %s (%s, %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(std.out, "redrive %s (%s, %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return nil
 }

@@ -303,8 +303,8 @@ func buildTemplate(name string) error {
 		return err
 	}
 
-	// Templates of other migration sets, and builds left by killed test
-	// binaries (nobody else builds while we hold the lock), are stale.
+	// Builds left by killed test binaries and old templates of other
+	// migration sets are stale.
 	if err := dropStaleTemplates(ctx, conn, name); err != nil {
 		return err
 	}
@@ -334,19 +334,31 @@ func buildTemplate(name string) error {
 	return nil
 }
 
-// dropStaleTemplates drops every redrive_tmpl_ database but keep. A test
-// binary still copying an old template (one built from other migration
-// files) would fail; that only happens while migrations are being edited.
+// keptTemplates is how many templates of other migration sets dropStaleTemplates keeps: test
+// binaries of several checkouts (branches with other migrations) share one server, and each
+// needs its template while its tests run.
+const keptTemplates = 4
+
+// dropStaleTemplates drops the builds left by killed test binaries (nobody else builds while
+// we hold the lock) and the templates of other migration sets but the keptTemplates newest,
+// never keep. A test binary still copying a template dropped here would fail; that takes more
+// than keptTemplates other migration sets in use at once.
 func dropStaleTemplates(ctx context.Context, conn *pgx.Conn, keep string) error {
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'redrive\_tmpl\_%' AND datname <> $1`, keep)
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database
+		WHERE datname LIKE 'redrive\_tmpl\_%' AND datname <> $1 ORDER BY oid DESC`, keep)
 	if err != nil {
 		return fmt.Errorf("list stale templates: %w", err)
 	}
-	stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	others, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return fmt.Errorf("list stale templates: %w", err)
 	}
-	for _, name := range stale {
+	kept := 0
+	for _, name := range others {
+		if !strings.HasSuffix(name, "_build") && kept < keptTemplates {
+			kept++
+			continue
+		}
 		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 			return fmt.Errorf("drop stale template %s: %w", name, err)
 		}
