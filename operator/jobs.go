@@ -283,6 +283,13 @@ func (c *Core) JobAudit(ctx context.Context, id uuid.UUID) ([]store.AuditEntry, 
 	return c.store.JobAudit(qctx, id, MaxAudit)
 }
 
+// Previews whose token expired more than previewKeep ago are deleted, with their pinned items,
+// by a sweep every previewSweepEvery on every instance that runs jobs.
+const (
+	previewKeep       = 24 * time.Hour
+	previewSweepEvery = 10 * time.Minute
+)
+
 // JobRunnerConfig configures RunJobs.
 type JobRunnerConfig struct {
 	// Owner names this instance in the jobs it holds. Required.
@@ -302,7 +309,7 @@ type JobRunnerConfig struct {
 // An instance that stops (or dies) leaves its job to be resumed after the last recorded batch
 // by whichever instance claims it next; an item whose action applied before the stop is
 // counted done (by its audit entry), never acted on twice: the failure's state no longer
-// allows the action.
+// allows the action. It also deletes previews that expired a day ago.
 func (c *Core) RunJobs(ctx context.Context, cfg JobRunnerConfig) error {
 	if cfg.Owner == "" {
 		return errors.New("run jobs: invalid config: Owner is required")
@@ -318,7 +325,16 @@ func (c *Core) RunJobs(ctx context.Context, cfg JobRunnerConfig) error {
 	}
 	t := time.NewTicker(cfg.PollInterval)
 	defer t.Stop()
+	var swept time.Time
 	for {
+		if now := c.cfg.Now(); now.Sub(swept) >= previewSweepEvery {
+			swept = now
+			if n, err := c.store.DeleteExpiredPreviews(ctx, now.Add(-previewKeep)); err != nil && ctx.Err() == nil {
+				c.log.Error("jobs: deleting expired previews failed", "error", err)
+			} else if n > 0 {
+				c.log.Info("jobs: deleted expired previews", "count", n)
+			}
+		}
 		for ctx.Err() == nil {
 			now := c.cfg.Now()
 			job, err := c.store.ClaimJob(ctx, cfg.Owner, now, now.Add(cfg.Lease))

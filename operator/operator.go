@@ -20,7 +20,7 @@ import (
 const (
 	DefaultQueryTimeout  = 10 * time.Second
 	DefaultActionTimeout = 10 * time.Minute
-	DefaultMaxBulk       = 10000
+	DefaultMaxBulk       = 1000
 	DefaultStatsMaxAge   = 10 * time.Second
 	DefaultPageSize      = 50
 )
@@ -50,8 +50,10 @@ type Config struct {
 	// ActionTimeout bounds a retry or close, which runs to its end even when the caller's
 	// context ends (its outcome must be recorded). Defaults to 10m.
 	ActionTimeout time.Duration
-	// MaxBulk bounds the failures one action by filter may act on; a filter that selects more
-	// is refused (a dry run still counts them). Defaults to 10000.
+	// MaxBulk bounds the failures one immediate action by filter may act on; a filter that
+	// selects more is refused (a dry run still counts them): larger selections are jobs
+	// (PreviewJob), which have no bound. At the resender's default rate of 200 records/s, 1000
+	// retries take 5 s, well inside an HTTP write timeout. Defaults to 1000.
 	MaxBulk int
 	// StatsMaxAge is how old the counts of Stats may be; older ones are refreshed in the
 	// background while the previous ones are served. Defaults to 10s.

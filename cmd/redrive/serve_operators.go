@@ -169,8 +169,9 @@ func (c operatorConfig) authConfig() (auth.Config, error) {
 	return cfg, nil
 }
 
-// buildOperators adds the resend scheduler (with housekeeping), and the operator core with its
-// two translators, the REST API at /api/v1/ and the UI at /, sharing one authenticator.
+// buildOperators adds the resend scheduler (with housekeeping), the operator core with its job
+// runner, and its two translators, the REST API at /api/v1/ and the UI at /, sharing one
+// authenticator.
 func (s *service) buildOperators(_ context.Context, registry schemaregistry.Client) error {
 	oc := s.cfg.Operators
 	authCfg, err := oc.authConfig()
@@ -215,6 +216,9 @@ func (s *service) buildOperators(_ context.Context, registry schemaregistry.Clie
 	if err != nil {
 		return fmt.Errorf("operator core: %w", err)
 	}
+	s.components = append(s.components, component{name: "jobs", run: func(ctx context.Context) error {
+		return core.RunJobs(ctx, operator.JobRunnerConfig{Owner: sched.InstanceID() + "/jobs"})
+	}})
 	apiHandler, err := api.New(api.Config{Core: core, Auth: authn, Logger: s.log, Registerer: s.registry})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
