@@ -50,6 +50,7 @@ CREATE TABLE job_items (
     CONSTRAINT job_items_job_fkey FOREIGN KEY (job_id) REFERENCES jobs (id) ON DELETE CASCADE,
     CONSTRAINT job_items_outcome_check CHECK (outcome IN ('done', 'skipped', 'failed'))
 );
+CREATE INDEX job_items_pending_idx ON job_items (job_id, seq) WHERE outcome IS NULL;
 COMMENT ON TABLE job_items IS 'The failures a job acts on, pinned at its preview, in order, with each outcome once known.';
 COMMENT ON COLUMN job_items.outcome IS 'done (the action applied), skipped (not found, or its state changed since the preview), failed (attempted, did not succeed); NULL until acted on.';
 

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -299,8 +301,10 @@ type JobRunnerConfig struct {
 	// Lease is how long a job stays with this instance without news from it; another
 	// instance resumes it after that. Defaults to 60s.
 	Lease time.Duration
-	// BatchSize bounds the items acted on and recorded at once. Defaults to 100.
+	// BatchSize bounds the items acted on and recorded at once. Defaults to 500.
 	BatchSize int
+	// Concurrency is the number of batches of a job in flight at once. Defaults to 4.
+	Concurrency int
 }
 
 // RunJobs runs jobs until ctx ends: it claims the oldest running job that no other instance
@@ -321,7 +325,10 @@ func (c *Core) RunJobs(ctx context.Context, cfg JobRunnerConfig) error {
 		cfg.Lease = 60 * time.Second
 	}
 	if cfg.BatchSize == 0 {
-		cfg.BatchSize = 100
+		cfg.BatchSize = 500
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 4
 	}
 	t := time.NewTicker(cfg.PollInterval)
 	defer t.Stop()
@@ -358,7 +365,9 @@ func (c *Core) RunJobs(ctx context.Context, cfg JobRunnerConfig) error {
 }
 
 // runJob acts on the items of job, held by cfg.Owner, until it is done, paused, canceled,
-// taken over, or ctx ends (then the job is released for another instance).
+// taken over, or ctx ends (then the job is released for another instance). Up to
+// cfg.Concurrency batches are in flight at once; each records its own outcomes, so a batch
+// never waits for another's acknowledgements.
 func (c *Core) runJob(ctx context.Context, job *store.Job, cfg JobRunnerConfig) {
 	log := c.log.With("job", job.ID, "action", job.Action)
 	defer func() {
@@ -370,53 +379,80 @@ func (c *Core) runJob(ctx context.Context, job *store.Job, cfg JobRunnerConfig) 
 	}()
 	batch := max(1, min(cfg.BatchSize, int(math.Ceil(job.RateLimit))))
 	limiter := rate.NewLimiter(rate.Limit(job.RateLimit), batch)
-	cursor := job.CursorSeq
 	act := Action(job.Action)
 	reason := ""
 	if job.Reason != nil {
 		reason = *job.Reason
 	}
-	for ctx.Err() == nil {
-		items, err := c.store.NextJobItems(ctx, job.ID, cursor, batch)
+	var (
+		wg       sync.WaitGroup
+		stopped  atomic.Bool // a batch saw the lease lost, the job finish, or an error
+		inflight = make(chan struct{}, cfg.Concurrency)
+		pos      int64 // the last item handed to a batch
+	)
+	defer wg.Wait()
+	for ctx.Err() == nil && !stopped.Load() {
+		items, err := c.store.NextJobItems(ctx, job.ID, pos, batch)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("jobs: reading items failed", "error", err)
 			}
 			return
 		}
-		now := c.cfg.Now()
 		if len(items) == 0 {
-			if err := c.store.FinishJobIfEmpty(ctx, job.ID, cfg.Owner, now); err != nil {
+			wg.Wait()
+			if err := c.store.FinishJobIfEmpty(ctx, job.ID, cfg.Owner, c.cfg.Now()); err != nil && ctx.Err() == nil {
 				log.Error("jobs: finishing failed", "error", err)
 			}
 			return
 		}
+		pos = items[len(items)-1].Seq
 		if err := limiter.WaitN(ctx, len(items)); err != nil {
 			return
 		}
-		results, err := c.actOnItems(ctx, job, act, reason, items)
-		if err != nil {
-			log.Error("jobs: batch failed; the job waits for the next claim", "error", err)
+		select {
+		case inflight <- struct{}{}:
+		case <-ctx.Done():
 			return
 		}
-		now = c.cfg.Now()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-		updated, err := c.store.RecordJobItems(rctx, job.ID, cfg.Owner, results, now, now.Add(cfg.Lease))
-		cancel()
-		switch {
-		case errors.Is(err, store.ErrLeaseLost):
-			log.Info("jobs: the job was paused, canceled or taken over; stopping here")
-			return
-		case err != nil:
-			log.Error("jobs: recording outcomes failed; the batch is redone after the lease", "error", err)
+		if stopped.Load() {
+			<-inflight
 			return
 		}
-		cursor = items[len(items)-1].Seq
-		if updated.State != store.JobRunning {
-			log.Info("jobs: job finished", "state", updated.State, "done", updated.Done, "skipped", updated.Skipped, "failed", updated.Failed)
-			return
-		}
+		wg.Go(func() {
+			defer func() { <-inflight }()
+			if !c.runBatch(ctx, job, act, reason, items, cfg) {
+				stopped.Store(true)
+			}
+		})
 	}
+}
+
+// runBatch acts on one batch of items and records their outcomes. It reports false when the
+// job must stop here: it is no longer this instance's to run, it finished, or the batch failed.
+func (c *Core) runBatch(ctx context.Context, job *store.Job, act Action, reason string, items []store.JobItem, cfg JobRunnerConfig) bool {
+	log := c.log.With("job", job.ID, "action", job.Action)
+	results, err := c.actOnItems(ctx, job, act, reason, items)
+	if err != nil {
+		log.Error("jobs: batch failed; the job waits for the next claim", "error", err)
+		return false
+	}
+	now := c.cfg.Now()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
+	defer cancel()
+	updated, err := c.store.RecordJobItems(rctx, job.ID, cfg.Owner, results, now, now.Add(cfg.Lease))
+	switch {
+	case errors.Is(err, store.ErrLeaseLost):
+		log.Info("jobs: the job was paused, canceled or taken over; stopping here")
+		return false
+	case err != nil:
+		log.Error("jobs: recording outcomes failed; the batch is redone after the lease", "error", err)
+		return false
+	case updated.State != store.JobRunning:
+		log.Info("jobs: job finished", "state", updated.State, "done", updated.Done, "skipped", updated.Skipped, "failed", updated.Failed)
+		return false
+	}
+	return true
 }
 
 // actOnItems applies the job's action to items and returns each item's outcome. An item

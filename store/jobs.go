@@ -334,8 +334,8 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, now, leaseUntil time
 // instance claimed it, or an operator paused or canceled it.
 var ErrLeaseLost = errors.New("job lease lost")
 
-// NextJobItems returns up to limit items of the job after sequence number after, in order,
-// with their failures' current states (empty for a failure that no longer exists).
+// NextJobItems returns up to limit items of the job without an outcome after sequence number
+// after, in order.
 func (s *Store) NextJobItems(ctx context.Context, jobID uuid.UUID, after int64, limit int) ([]JobItem, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT seq, failure_id FROM job_items WHERE job_id = $1 AND seq > $2 AND outcome IS NULL
