@@ -64,8 +64,11 @@ type Principal struct {
 	Name string
 	// Role is what the principal may do.
 	Role Role
-	// Method is how the principal was authenticated: MethodToken, MethodProxy or MethodNone.
+	// Method is how the principal was authenticated: MethodToken, MethodProxy, MethodOIDC or
+	// MethodNone.
 	Method string
+	// Subject is the OpenID subject of an OIDC principal; empty for others.
+	Subject string
 }
 
 // How a principal was authenticated.
@@ -117,6 +120,9 @@ type Config struct {
 	// ProxyDefaultRole is the role of a proxy user in no mapped group. Defaults to RoleNone
 	// (authenticated, but refused everything).
 	ProxyDefaultRole Role
+	// OIDC, when set, accepts JWT bearer tokens of its issuer on the API and signs users in to
+	// the UI (NewOIDC).
+	OIDC *OIDC
 	// InsecureNoAuth, when neither Tokens nor TrustedProxies are set, treats every request as
 	// the admin principal "anonymous". For demos only; ignored when authentication is
 	// configured.
@@ -124,7 +130,9 @@ type Config struct {
 }
 
 // Enabled reports whether any authentication is configured.
-func (c *Config) Enabled() bool { return len(c.Tokens) > 0 || len(c.TrustedProxies) > 0 }
+func (c *Config) Enabled() bool {
+	return len(c.Tokens) > 0 || len(c.TrustedProxies) > 0 || c.OIDC != nil
+}
 
 // Validate returns an error when no authentication is configured and InsecureNoAuth is not
 // set; the message names the flags that configure it. `redrive serve` calls it to refuse to
@@ -188,6 +196,12 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return Principal{}, fmt.Errorf("%w: the Authorization header is not \"Bearer <token>\"", ErrUnauthenticated)
+	}
+	token = strings.TrimSpace(token)
+	if a.cfg.OIDC != nil && looksLikeJWT(token) {
+		if _, ok := a.lookup(token); !ok {
+			return a.cfg.OIDC.VerifyBearer(r.Context(), token)
+		}
 	}
 	return a.Token(token)
 }
