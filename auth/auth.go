@@ -140,7 +140,8 @@ func (c *Config) Enabled() bool {
 func (c *Config) Validate() error {
 	if !c.Enabled() && !c.InsecureNoAuth {
 		return errors.New("no API authentication configured: set --api-tokens (REDRIVE_API_TOKENS), " +
-			"--api-token-file (REDRIVE_API_TOKEN_FILE) or --api-trusted-proxies (REDRIVE_API_TRUSTED_PROXIES), " +
+			"--api-token-file (REDRIVE_API_TOKEN_FILE), --api-trusted-proxies (REDRIVE_API_TRUSTED_PROXIES) " +
+			"or --oidc-issuer-url (REDRIVE_OIDC_ISSUER_URL), " +
 			"or pass --insecure-no-auth to run without authentication")
 	}
 	for i, t := range c.Tokens {

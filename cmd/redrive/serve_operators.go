@@ -46,6 +46,14 @@ type operatorConfig struct {
 
 	UISessionKey    string
 	UISecureCookies bool
+
+	OIDC oidcFlags
+}
+
+// oidcFlags are the OpenID Connect settings: sign-in for the UI, JWT bearer tokens for the API.
+type oidcFlags struct {
+	IssuerURL, ClientID, ClientSecret, RedirectURL, Audience, RolesClaim, Roles string
+	ClockSkew                                                                   time.Duration
 }
 
 // defineOperatorFlags registers the operator flags on ef; validate after parsing.
@@ -72,8 +80,18 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	insecure := ef.Bool("insecure-no-auth", "REDRIVE_INSECURE_NO_AUTH", false, "serve the API and UI without authentication, everyone an admin (demos only)")
 	sessionKey := ef.String("ui-session-key", "REDRIVE_UI_SESSION_KEY", "", "hex key (at least 32 bytes) for the UI's CSRF tokens; give every instance the same; random when empty")
 	secure := ef.Bool("ui-secure-cookies", "REDRIVE_UI_SECURE_COOKIES", false, "mark the UI's cookies Secure (set it behind a TLS-terminating proxy)")
+	oidcIssuer := ef.String("oidc-issuer-url", "REDRIVE_OIDC_ISSUER_URL", "", "OpenID Connect issuer (discovery at ISSUER/.well-known/openid-configuration); enables UI sign-in and JWT bearer tokens on the API")
+	oidcClient := ef.String("oidc-client-id", "REDRIVE_OIDC_CLIENT_ID", "", "OpenID Connect client id of redrive")
+	oidcSecret := ef.String("oidc-client-secret", "REDRIVE_OIDC_CLIENT_SECRET", "", "OpenID Connect client secret (empty for a public client)")
+	oidcRedirect := ef.String("oidc-redirect-url", "REDRIVE_OIDC_REDIRECT_URL", "", "the UI's sign-in callback as the provider knows it, e.g. https://redrive.example/auth/callback")
+	oidcAudience := ef.String("oidc-audience", "REDRIVE_OIDC_AUDIENCE", "", "audience that API bearer tokens must name; empty: the client id")
+	oidcClaim := ef.String("oidc-roles-claim", "REDRIVE_OIDC_ROLES_CLAIM", auth.DefaultRolesClaim, "claim holding the user's groups or roles")
+	oidcRoles := ef.String("oidc-roles", "REDRIVE_OIDC_ROLES", "", "value=role mappings of the roles claim, comma-separated")
+	oidcSkew := ef.Duration("oidc-clock-skew", "REDRIVE_OIDC_CLOCK_SKEW", auth.DefaultClockSkew, "how far past its expiry a token is still accepted (at most 5m)")
 	return func() (operatorConfig, []error) {
 		c := operatorConfig{
+			OIDC: oidcFlags{IssuerURL: *oidcIssuer, ClientID: *oidcClient, ClientSecret: *oidcSecret, RedirectURL: *oidcRedirect,
+				Audience: *oidcAudience, RolesClaim: *oidcClaim, Roles: *oidcRoles, ClockSkew: *oidcSkew},
 			ServiceName: *serviceName, ResendInterval: *interval, ResendBatch: *batch, ResendConcurrency: *concurrency,
 			ResendPartition: *partition, RetryBase: *retryBase, RetryMax: *retryMax, RetryMaxAttempts: *retryAttempts,
 			ManualRate: *manualRate, HousekeepingInterval: *hkInterval, ResolvedRetention: *resolved, PermanentRetention: *permanent,
@@ -160,6 +178,17 @@ func (c operatorConfig) authConfig() (auth.Config, error) {
 			errs = append(errs, fmt.Errorf("REDRIVE_API_PROXY_ROLES (-api-proxy-roles): %w", err))
 		}
 	}
+	if o := c.OIDC; o.IssuerURL != "" || o.ClientID != "" {
+		roles, err := auth.ParseProxyRoles(o.Roles)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("REDRIVE_OIDC_ROLES (-oidc-roles): %w", err))
+		}
+		cfg.OIDC, err = auth.NewOIDC(auth.OIDCConfig{IssuerURL: o.IssuerURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+			RedirectURL: o.RedirectURL, Audience: o.Audience, RolesClaim: o.RolesClaim, RoleMapping: roles, ClockSkew: o.ClockSkew})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("REDRIVE_OIDC_* (-oidc-*): %w", err))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, err
 	}
@@ -172,7 +201,7 @@ func (c operatorConfig) authConfig() (auth.Config, error) {
 // buildOperators adds the resend scheduler (with housekeeping), the operator core with its job
 // runner, and its two translators, the REST API at /api/v1/ and the UI at /, sharing one
 // authenticator.
-func (s *service) buildOperators(_ context.Context, registry schemaregistry.Client) error {
+func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Client) error {
 	oc := s.cfg.Operators
 	authCfg, err := oc.authConfig()
 	if err != nil {
@@ -181,6 +210,14 @@ func (s *service) buildOperators(_ context.Context, registry schemaregistry.Clie
 	authn, err := auth.NewAuthenticator(authCfg)
 	if err != nil {
 		return err
+	}
+	if authCfg.OIDC != nil {
+		// An unreachable provider is retried on use: tokens and proxies keep working meanwhile.
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := authCfg.OIDC.Check(cctx); err != nil {
+			s.log.Warn("OpenID provider not reachable at startup; retried on use", "error", err)
+		}
+		cancel()
 	}
 	if authCfg.InsecureNoAuth && !authCfg.Enabled() {
 		s.log.Warn("authentication is disabled (--insecure-no-auth): every request to the API and the UI acts as admin")
