@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -68,8 +69,20 @@ type page[T any] struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// failurePage is a page of failures, with the total when asked for.
+type failurePage struct {
+	page[failureSummary]
+	Total *totalJSON `json:"total,omitempty"`
+}
+
+// totalJSON counts what a filter selects: exact up to a cap; more says there are more.
+type totalJSON struct {
+	Count int64 `json:"count"`
+	More  bool  `json:"more"`
+}
+
 // listParams are the query parameters of GET /failures besides the filter.
-var listParams = []string{"sort", "limit", "cursor"}
+var listParams = []string{"sort", "limit", "cursor", "total"}
 
 // listFailures serves GET /failures.
 func (a *api) listFailures(w http.ResponseWriter, r *http.Request) {
@@ -89,14 +102,23 @@ func (a *api) listFailures(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Cursor = q.Get("cursor")
+	if s := q.Get("total"); s != "" {
+		if req.Total, err = strconv.ParseBool(s); err != nil {
+			a.fail(w, r, badRequest("total", "%q is not true or false", clip.Text(s, clip.Default)))
+			return
+		}
+	}
 	p, err := a.core.ListFailures(r.Context(), req)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	resp := page[failureSummary]{Data: summariesJSON(p.Items)}
+	resp := failurePage{page: page[failureSummary]{Data: summariesJSON(p.Items)}}
 	if p.Next != "" {
 		resp.NextCursor = &p.Next
+	}
+	if p.Total != nil {
+		resp.Total = &totalJSON{Count: *p.Total, More: p.TotalMore}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

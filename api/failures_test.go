@@ -407,3 +407,44 @@ func TestOffsetsAreExactStrings(t *testing.T) {
 		}
 	}
 }
+
+// The search criteria through the API, with totals.
+func TestSearchAndTotals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	const trace = "0af7651916cd43dd8448eb211c80319c"
+	bin := e.insert(row{Key: []byte{0xff, 0x01, 0x02}, Value: []byte(`{"customer":"c-77"}`)})
+	traced := e.insert(row{Key: []byte("søren-1"), HeaderNames: []string{"traceparent", "tenant"},
+		HeaderValues: [][]byte{[]byte("00-" + trace + "-b7ad6b7169203331-01"), []byte("blue")}})
+	for range 3 {
+		e.insert(row{})
+	}
+	one := func(query string, want uuid.UUID) {
+		t.Helper()
+		p := e.list(query)
+		if len(p.Data) != 1 || p.Data[0].ID != want {
+			t.Errorf("%s: %v, want %s", query, ids(p), want)
+		}
+	}
+	one("key_prefix_base64="+url.QueryEscape(base64.StdEncoding.EncodeToString([]byte{0xff, 0x01})), bin)
+	one("key_prefix="+url.QueryEscape("søren"), traced)
+	one("trace_id="+strings.ToUpper(trace), traced)
+	one("header=tenant%3Dblue", traced)
+	one("payload=c-77&topic=orders", bin)
+	r := e.do("GET", "/api/v1/failures?payload=c-77", viewerToken, nil)
+	if p := r.problem(t); r.status != 400 || p.Field != "payload" || !strings.Contains(p.Detail, "bound") {
+		t.Errorf("unbounded payload search = %d %+v", r.status, p)
+	}
+	r = e.do("GET", "/api/v1/failures?limit=2&total=true", viewerToken, nil)
+	var got struct {
+		Data  []any `json:"data"`
+		Total struct {
+			Count int64 `json:"count"`
+			More  bool  `json:"more"`
+		} `json:"total"`
+	}
+	r.json(t, &got)
+	if r.status != 200 || len(got.Data) != 2 || got.Total.Count != 5 || got.Total.More {
+		t.Errorf("total = %d %s", r.status, r.body)
+	}
+}

@@ -19,13 +19,23 @@ type ListRequest struct {
 	Limit int
 	// Cursor is the Next of the previous page, in the same Order; empty for the first page.
 	Cursor string
+	// Total asks for the number of failures the filter selects, counted up to TotalCap.
+	Total bool
 }
+
+// TotalCap is the count up to which a list's total is exact; beyond it the total says "more
+// than TotalCap", so that counting stays cheap at any table size.
+const TotalCap = 10000
 
 // FailurePage is one page of failures.
 type FailurePage struct {
 	Items []store.FailureSummary
 	// Next is the cursor of the following page; empty on the last page.
 	Next string
+	// Total is the number of failures the filter selects, when asked for: exact up to
+	// TotalCap; TotalMore says there are more than that.
+	Total     *int64
+	TotalMore bool
 }
 
 // ListFailures returns one page of the failures req selects.
@@ -51,6 +61,13 @@ func (c *Core) ListFailures(ctx context.Context, req ListRequest) (*FailurePage,
 	page := &FailurePage{Items: rows}
 	if more && len(rows) > 0 {
 		page.Next = encodeFailureCursor(rows[len(rows)-1].Position(), req.Order)
+	}
+	if req.Total {
+		n, over, err := c.store.CountFailuresCapped(ctx, req.Filter, TotalCap)
+		if err != nil {
+			return nil, fromStore(err)
+		}
+		page.Total, page.TotalMore = &n, over
 	}
 	return page, nil
 }

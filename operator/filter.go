@@ -34,12 +34,26 @@ const (
 	ParamSearch          = "q"                 // substring of the error message, any case
 	ParamCreatedFrom     = "created_from"      // stored at or after (RFC 3339, or 2006-01-02T15:04 in UTC)
 	ParamCreatedTo       = "created_to"        // stored before
+	ParamKeyPrefix       = "key_prefix"        // the original key starts with this UTF-8 text
+	ParamKeyPrefixB64    = "key_prefix_base64" // the original key starts with these bytes, in base64
+	ParamEventID         = "event_id"          // the MPFE's event id, exactly
+	ParamIdempotenceID   = "idempotence_id"    // the MPFE's idempotence id, exactly
+	ParamCausingEventID  = "causing_event_id"  // the failed message's id (its causing message), exactly
+	ParamTraceID         = "trace_id"          // the W3C trace id of the traceparent header
+	ParamHeader          = "header"            // NAME (a header of that name) or NAME=VALUE (UTF-8 text)
+	ParamStackTraceHash  = "stack_trace_hash"  // exactly
+	ParamTicket          = "ticket"            // the group's ticket, exactly
+	ParamNoTicket        = "no_ticket"         // true: groups without a ticket
+	ParamPayload         = "payload"           // the original value contains this UTF-8 text (bounded, see store.Filter.Payload)
+	ParamPayloadB64      = "payload_base64"    // the original value contains these bytes, in base64
 )
 
 // FilterParams lists the filter parameters in the order FilterValues writes them.
 var FilterParams = []string{
 	ParamState, ParamTemporality, ParamTopic, ParamPublisherSystem, ParamPublisherSvc, ParamErrorCode,
 	ParamMessageType, ParamGroupID, ParamKey, ParamKeyBase64, ParamSearch, ParamCreatedFrom, ParamCreatedTo,
+	ParamKeyPrefix, ParamKeyPrefixB64, ParamEventID, ParamIdempotenceID, ParamCausingEventID, ParamTraceID,
+	ParamHeader, ParamStackTraceHash, ParamTicket, ParamNoTicket, ParamPayload, ParamPayloadB64,
 }
 
 // Repeatable reports whether a filter parameter may be given more than once.
@@ -102,6 +116,38 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 		f.Key = b
 	}
 	var err error
+	if f.KeyPrefix, err = textOrBase64(v, ParamKeyPrefix, ParamKeyPrefixB64); err != nil {
+		return store.Filter{}, err
+	}
+	if f.Payload, err = textOrBase64(v, ParamPayload, ParamPayloadB64); err != nil {
+		return store.Filter{}, err
+	}
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{
+		{ParamEventID, &f.EventID}, {ParamIdempotenceID, &f.IdempotenceID}, {ParamCausingEventID, &f.CausingMessage},
+		{ParamTraceID, &f.TraceID}, {ParamStackTraceHash, &f.StackTraceHash}, {ParamTicket, &f.Ticket},
+	} {
+		*p.dst = strings.TrimSpace(v.Get(p.name))
+	}
+	f.TraceID = strings.ToLower(f.TraceID)
+	if h := v.Get(ParamHeader); h != "" {
+		name, value, hasValue := strings.Cut(h, "=")
+		if f.HeaderName = strings.TrimSpace(name); f.HeaderName == "" {
+			return store.Filter{}, invalid(ParamHeader, "%q names no header: give NAME or NAME=VALUE", clip.Text(h, clip.Default))
+		}
+		if hasValue {
+			f.HeaderValue = []byte(value)
+		}
+	}
+	if s := v.Get(ParamNoTicket); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return store.Filter{}, invalid(ParamNoTicket, "%q is not true or false", clip.Text(s, clip.Default))
+		}
+		f.NoTicket = b
+	}
 	if f.CreatedFrom, err = parseTime(ParamCreatedFrom, v.Get(ParamCreatedFrom)); err != nil {
 		return store.Filter{}, err
 	}
@@ -112,6 +158,28 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 		return store.Filter{}, fromStore(err)
 	}
 	return f, nil
+}
+
+// textOrBase64 reads bytes given as UTF-8 text in param or as base64 in b64param (not both);
+// nil when neither is given.
+func textOrBase64(v url.Values, param, b64param string) ([]byte, error) {
+	text, b64 := v.Get(param), v.Get(b64param)
+	switch {
+	case text != "" && b64 != "":
+		return nil, invalid(b64param, "give %s or %s, not both", param, b64param)
+	case text != "":
+		return []byte(text), nil
+	case b64 != "":
+		b, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			b, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(b64, "="))
+		}
+		if err != nil {
+			return nil, invalid(b64param, "not base64")
+		}
+		return b, nil
+	}
+	return nil, nil
 }
 
 // splitValues splits comma-separated values and drops empty ones.
@@ -172,6 +240,26 @@ func FilterValues(f store.Filter) url.Values {
 			v.Set(ParamKeyBase64, base64.StdEncoding.EncodeToString(f.Key))
 		}
 	}
+	setBytes(v, f.KeyPrefix, ParamKeyPrefix, ParamKeyPrefixB64)
+	setBytes(v, f.Payload, ParamPayload, ParamPayloadB64)
+	for _, p := range []struct{ name, value string }{
+		{ParamEventID, f.EventID}, {ParamIdempotenceID, f.IdempotenceID}, {ParamCausingEventID, f.CausingMessage},
+		{ParamTraceID, f.TraceID}, {ParamStackTraceHash, f.StackTraceHash}, {ParamTicket, f.Ticket},
+	} {
+		if p.value != "" {
+			v.Set(p.name, p.value)
+		}
+	}
+	if f.HeaderName != "" {
+		h := f.HeaderName
+		if f.HeaderValue != nil {
+			h += "=" + string(f.HeaderValue)
+		}
+		v.Set(ParamHeader, h)
+	}
+	if f.NoTicket {
+		v.Set(ParamNoTicket, "true")
+	}
 	if !f.CreatedFrom.IsZero() {
 		v.Set(ParamCreatedFrom, f.CreatedFrom.UTC().Format(time.RFC3339Nano))
 	}
@@ -179,6 +267,17 @@ func FilterValues(f store.Filter) url.Values {
 		v.Set(ParamCreatedTo, f.CreatedTo.UTC().Format(time.RFC3339Nano))
 	}
 	return v
+}
+
+// setBytes writes b as text in param when it is plain text, else in base64 in b64param.
+func setBytes(v url.Values, b []byte, param, b64param string) {
+	switch {
+	case b == nil || len(b) == 0:
+	case plainText(b) && strings.TrimSpace(string(b)) == string(b):
+		v.Set(param, string(b))
+	default:
+		v.Set(b64param, base64.StdEncoding.EncodeToString(b))
+	}
 }
 
 // plainText reports whether b is UTF-8 without control or formatting characters.
@@ -211,6 +310,18 @@ type FilterInput struct {
 	Q               string     `json:"q,omitzero"`
 	CreatedFrom     string     `json:"created_from,omitzero"`
 	CreatedTo       string     `json:"created_to,omitzero"`
+	KeyPrefix       string     `json:"key_prefix,omitzero"`
+	KeyPrefixBase64 string     `json:"key_prefix_base64,omitzero"`
+	EventID         string     `json:"event_id,omitzero"`
+	IdempotenceID   string     `json:"idempotence_id,omitzero"`
+	CausingEventID  string     `json:"causing_event_id,omitzero"`
+	TraceID         string     `json:"trace_id,omitzero"`
+	Header          string     `json:"header,omitzero"`
+	StackTraceHash  string     `json:"stack_trace_hash,omitzero"`
+	Ticket          string     `json:"ticket,omitzero"`
+	NoTicket        bool       `json:"no_ticket,omitzero"`
+	Payload         string     `json:"payload,omitzero"`
+	PayloadBase64   string     `json:"payload_base64,omitzero"`
 }
 
 // StringList is a JSON string or array of strings.
@@ -249,8 +360,15 @@ func (in *FilterInput) Filter() (store.Filter, error) {
 		ParamTopic: in.Topic, ParamPublisherSystem: in.PublisherSystem, ParamPublisherSvc: in.PublisherSvc,
 		ParamErrorCode: in.ErrorCode, ParamMessageType: in.MessageType, ParamSearch: in.Q,
 		ParamCreatedFrom: in.CreatedFrom, ParamCreatedTo: in.CreatedTo,
+		ParamKeyPrefix: in.KeyPrefix, ParamKeyPrefixB64: in.KeyPrefixBase64, ParamEventID: in.EventID,
+		ParamIdempotenceID: in.IdempotenceID, ParamCausingEventID: in.CausingEventID, ParamTraceID: in.TraceID,
+		ParamHeader: in.Header, ParamStackTraceHash: in.StackTraceHash, ParamTicket: in.Ticket,
+		ParamPayload: in.Payload, ParamPayloadB64: in.PayloadBase64,
 	} {
 		v.Set(name, s)
+	}
+	if in.NoTicket {
+		v.Set(ParamNoTicket, "true")
 	}
 	if in.GroupID != nil {
 		if *in.GroupID <= 0 {

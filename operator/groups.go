@@ -10,11 +10,9 @@ import (
 	"github.com/redrive/redrive/store"
 )
 
-// Group list parameters, as URL query parameters.
-const (
-	ParamTicket = "ticket" // the group's ticket, exactly
-	ParamOpen   = "open"   // true: only groups with open failures
-)
+// ParamOpen is the group list parameter that keeps only groups with open failures (true);
+// the others are shared with the failure filter (ParamTicket, ParamErrorCode, …).
+const ParamOpen = "open"
 
 // GroupFilterParams lists the group filter parameters.
 var GroupFilterParams = []string{ParamPublisherSvc, ParamMessageType, ParamErrorCode, ParamTicket, ParamOpen}

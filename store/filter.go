@@ -63,13 +63,65 @@ type Filter struct {
 	// CreatedFrom keeps failures stored at or after it; CreatedTo those stored before it.
 	CreatedFrom time.Time
 	CreatedTo   time.Time
+
+	// KeyPrefix keeps failures whose original key starts with these bytes (at most
+	// MaxKeyPrefix); nil does not restrict.
+	KeyPrefix []byte
+	// EventID and IdempotenceID are the MPFE's identity, exactly.
+	EventID       string
+	IdempotenceID string
+	// CausingMessage is the causing message's identity (the failed message's eventId where it
+	// had one), exactly: every attempt of one message.
+	CausingMessage string
+	// TraceID is the W3C trace id (32 hex digits) of the traceparent among the original
+	// headers.
+	TraceID string
+	// HeaderName keeps failures whose original headers include this name; with HeaderValue,
+	// one of that name with exactly this value.
+	HeaderName  string
+	HeaderValue []byte
+	// StackTraceHash is the stack-trace hash (the group's), exactly.
+	StackTraceHash string
+	// Ticket keeps failures whose group has this ticket; NoTicket those whose group has none.
+	Ticket   string
+	NoTicket bool
+	// Payload keeps failures whose original value contains these bytes (MinPayloadSearch to
+	// MaxPayloadSearch bytes). It reads the values themselves: it needs a time range of at most
+	// MaxPayloadSpan or an indexed criterion (see PayloadBounded), and a list with it runs
+	// under PayloadTimeout.
+	Payload []byte
+}
+
+// Bounds of the search criteria.
+const (
+	MaxKeyPrefix     = 256
+	MinPayloadSearch = 3
+	MaxPayloadSearch = 200
+	MaxPayloadSpan   = 31 * 24 * time.Hour
+	PayloadTimeout   = 5 * time.Second
+)
+
+// ErrTooBroad means a search reads too many rows: it ran out of time or is not bounded; a
+// *FilterError on "payload" wraps it.
+var ErrTooBroad = errors.New("search too broad")
+
+// PayloadBounded reports whether f restricts the rows a payload search reads: a time range of
+// at most MaxPayloadSpan, or a criterion that an index serves.
+func (f *Filter) PayloadBounded() bool {
+	if !f.CreatedFrom.IsZero() && !f.CreatedTo.IsZero() && f.CreatedTo.Sub(f.CreatedFrom) <= MaxPayloadSpan {
+		return true
+	}
+	return f.Topic != "" || f.GroupID != 0 || f.Key != nil || f.KeyPrefix != nil || f.EventID != "" ||
+		f.IdempotenceID != "" || f.CausingMessage != "" || f.TraceID != "" || f.StackTraceHash != ""
 }
 
 // IsZero reports whether f selects every failure.
 func (f *Filter) IsZero() bool {
 	return len(f.States) == 0 && len(f.Temporalities) == 0 && f.Topic == "" && f.PublisherSystem == "" &&
 		f.PublisherService == "" && f.ErrorCode == "" && f.MessageType == "" && f.GroupID == 0 &&
-		f.Key == nil && f.Search == "" && f.CreatedFrom.IsZero() && f.CreatedTo.IsZero()
+		f.Key == nil && f.Search == "" && f.CreatedFrom.IsZero() && f.CreatedTo.IsZero() &&
+		f.KeyPrefix == nil && f.EventID == "" && f.IdempotenceID == "" && f.CausingMessage == "" && f.TraceID == "" &&
+		f.HeaderName == "" && f.HeaderValue == nil && f.StackTraceHash == "" && f.Ticket == "" && !f.NoTicket && f.Payload == nil
 }
 
 // Validate returns a *FilterError naming the first criterion that is not valid.
@@ -107,7 +159,51 @@ func (f *Filter) Validate() error {
 	if !f.CreatedFrom.IsZero() && !f.CreatedTo.IsZero() && !f.CreatedFrom.Before(f.CreatedTo) {
 		return &FilterError{Field: "created_to", Detail: "must be after created_from"}
 	}
+	return f.validateSearch()
+}
+
+// validateSearch checks the search criteria.
+func (f *Filter) validateSearch() error {
+	for _, c := range []struct{ field, value string }{
+		{"event_id", f.EventID}, {"idempotence_id", f.IdempotenceID}, {"causing_event_id", f.CausingMessage},
+		{"header", f.HeaderName}, {"stack_trace_hash", f.StackTraceHash}, {"ticket", f.Ticket},
+	} {
+		if err := checkFilterText(c.field, c.value, maxFilterText); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(f.KeyPrefix) > MaxKeyPrefix:
+		return &FilterError{Field: "key_prefix", Detail: fmt.Sprintf("%d bytes, at most %d", len(f.KeyPrefix), MaxKeyPrefix)}
+	case f.KeyPrefix != nil && len(f.KeyPrefix) == 0:
+		return &FilterError{Field: "key_prefix", Detail: "empty: a prefix needs at least one byte"}
+	case f.TraceID != "" && !isTraceID(f.TraceID):
+		return &FilterError{Field: "trace_id", Detail: fmt.Sprintf("%q is not a W3C trace id (32 lowercase hex digits, not all zero)", clip.Text(f.TraceID, clip.Default))}
+	case f.HeaderValue != nil && f.HeaderName == "":
+		return &FilterError{Field: "header", Detail: "a header value needs a header name (name=value)"}
+	case len(f.HeaderValue) > maxFilterText:
+		return &FilterError{Field: "header", Detail: fmt.Sprintf("the value has %d bytes, at most %d", len(f.HeaderValue), maxFilterText)}
+	case f.Ticket != "" && f.NoTicket:
+		return &FilterError{Field: "no_ticket", Detail: "give ticket or no_ticket, not both"}
+	case f.Payload != nil && (len(f.Payload) < MinPayloadSearch || len(f.Payload) > MaxPayloadSearch):
+		return &FilterError{Field: "payload", Detail: fmt.Sprintf("%d bytes, give %d to %d", len(f.Payload), MinPayloadSearch, MaxPayloadSearch)}
+	case f.Payload != nil && !f.PayloadBounded():
+		return &FilterError{Field: "payload", Detail: fmt.Sprintf("a payload search reads the payloads themselves: bound it with created_from and created_to at most %d days apart, or with topic, group_id, a key, an id, trace_id or stack_trace_hash", int(MaxPayloadSpan.Hours()/24))}
+	}
 	return nil
+}
+
+// isTraceID reports whether s is a W3C trace id: 32 lowercase hex digits, not all zero.
+func isTraceID(s string) bool {
+	if len(s) != 32 || s == strings.Repeat("0", 32) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func checkFilterText(field, v string, limit int) error {
@@ -170,6 +266,7 @@ func (f *Filter) conditions(args *sqlArgs) []string {
 	if f.Search != "" {
 		c = append(c, "f.error_message ILIKE "+args.add("%"+escapeLike(f.Search)+"%"))
 	}
+	c = append(c, f.searchConditions(args)...)
 	if !f.CreatedFrom.IsZero() {
 		c = append(c, "f.created_at >= "+args.add(f.CreatedFrom))
 	}
@@ -190,4 +287,66 @@ func whereClause(conds []string) string {
 		return ""
 	}
 	return " WHERE " + strings.Join(conds, " AND ")
+}
+
+// searchConditions returns the SQL conditions of the search criteria of f.
+func (f *Filter) searchConditions(args *sqlArgs) []string {
+	var c []string
+	for _, eq := range []struct{ column, value string }{
+		{"f.event_id", f.EventID}, {"f.idempotence_id", f.IdempotenceID}, {"f.causing_message", f.CausingMessage},
+		{"f.stack_trace_hash", f.StackTraceHash},
+	} {
+		if eq.value != "" {
+			c = append(c, eq.column+" = "+args.add(eq.value))
+		}
+	}
+	if f.KeyPrefix != nil {
+		// The expression index keyPrefixExpr serves the range; the second condition is exact
+		// for the prefix's own length.
+		p := args.add(f.KeyPrefix)
+		c = append(c, keyPrefixExpr+" >= "+p+"::bytea",
+			"substring(f.original_key from 1 for "+args.add(len(f.KeyPrefix))+") = "+p+"::bytea")
+		if next, ok := prefixSuccessor(f.KeyPrefix); ok {
+			c = append(c, keyPrefixExpr+" < "+args.add(next)+"::bytea")
+		}
+	}
+	if f.TraceID != "" {
+		c = append(c, "redrive_trace_id(f.header_names, f.header_values) = "+args.add(f.TraceID))
+	}
+	if f.HeaderName != "" {
+		name := args.add(f.HeaderName)
+		if f.HeaderValue == nil {
+			c = append(c, "f.header_names @> ARRAY["+name+"::text]")
+		} else {
+			c = append(c, "f.header_names @> ARRAY["+name+"::text]",
+				"EXISTS (SELECT 1 FROM unnest(f.header_names, f.header_values) AS h(n, v) WHERE h.n = "+name+" AND h.v = "+args.add(f.HeaderValue)+"::bytea)")
+		}
+	}
+	if f.Ticket != "" {
+		c = append(c, "f.group_id IN (SELECT g.id FROM failure_groups g WHERE g.ticket = "+args.add(f.Ticket)+")")
+	}
+	if f.NoTicket {
+		c = append(c, "f.group_id IN (SELECT g.id FROM failure_groups g WHERE g.ticket IS NULL)")
+	}
+	if f.Payload != nil {
+		c = append(c, "position("+args.add(f.Payload)+"::bytea in f.original_value) > 0")
+	}
+	return c
+}
+
+// keyPrefixExpr is the indexed expression of key prefix searches (migration 009): the first
+// MaxKeyPrefix bytes of the key, short enough for a btree entry whatever the key's length.
+const keyPrefixExpr = "substring(f.original_key from 1 for 256)"
+
+// prefixSuccessor returns the smallest byte string greater than every string that starts with
+// p, and false when there is none (p is all 0xff).
+func prefixSuccessor(p []byte) ([]byte, bool) {
+	next := append([]byte(nil), p...)
+	for i := len(next) - 1; i >= 0; i-- {
+		if next[i] < 0xff {
+			next[i]++
+			return next[:i+1], true
+		}
+	}
+	return nil, false
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/redrive/redrive/avro"
 )
@@ -141,11 +142,19 @@ func (s *Store) ListFailures(ctx context.Context, p ListParams) ([]FailureSummar
 	if err != nil {
 		return nil, false, err
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, false, fmt.Errorf("list failures: %w", err)
+	var out []FailureSummary
+	err = s.searchQuery(ctx, &p.Filter, func(db querier) error {
+		rows, err := db.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		out, err = scanSummaries(rows)
+		return err
+	})
+	var fe *FilterError
+	if errors.As(err, &fe) {
+		return nil, false, err
 	}
-	out, err := scanSummaries(rows)
 	if err != nil {
 		return nil, false, fmt.Errorf("list failures: %w", err)
 	}
@@ -153,6 +162,58 @@ func (s *Store) ListFailures(ctx context.Context, p ListParams) ([]FailureSummar
 		return out[:p.Limit], true, nil
 	}
 	return out, false, nil
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// searchQuery runs fn on the pool, or, for a filter with a payload search, in a read-only
+// transaction bounded by PayloadTimeout; a search that runs out of that time is a
+// *FilterError on "payload" saying it is too broad.
+func (s *Store) searchQuery(ctx context.Context, f *Filter, fn func(querier) error) error {
+	if f.Payload == nil {
+		return fn(s.pool)
+	}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", PayloadTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "57014" { // query_canceled by the statement timeout
+		return &FilterError{Field: "payload", Detail: fmt.Sprintf("%s: the payload search did not finish in %s: narrow it with a shorter time range or more criteria", ErrTooBroad, PayloadTimeout)}
+	}
+	return err
+}
+
+// CountFailuresCapped counts the failures that f selects, up to limit: it returns limit and
+// true when there are more, so that a total stays cheap at any table size.
+func (s *Store) CountFailuresCapped(ctx context.Context, f Filter, limit int) (int64, bool, error) {
+	if err := f.Validate(); err != nil {
+		return 0, false, err
+	}
+	var args sqlArgs
+	conds := f.conditions(&args)
+	lim := args.add(limit + 1)
+	var n int64
+	err := s.searchQuery(ctx, &f, func(q querier) error {
+		return q.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM failures f"+whereClause(conds)+" LIMIT "+lim+") c", args...).Scan(&n)
+	})
+	if err != nil {
+		var fe *FilterError
+		if errors.As(err, &fe) {
+			return 0, false, err
+		}
+		return 0, false, fmt.Errorf("count failures: %w", err)
+	}
+	if n > int64(limit) {
+		return int64(limit), true, nil
+	}
+	return n, false, nil
 }
 
 // ExplainList returns the plan of the statement ListFailures runs for p, executed with
