@@ -203,6 +203,12 @@ func principal(r *http.Request) auth.Principal {
 	return p
 }
 
+// reader returns the request's principal as a reader of payloads.
+func reader(r *http.Request) operator.Reader {
+	p := principal(r)
+	return operator.Reader{Principal: p.Name, Payload: p.CanReadPayload()}
+}
+
 // pathID parses the {id} path parameter as a failure id.
 func pathID(r *http.Request) (uuid.UUID, error) {
 	s := chi.URLParam(r, "id")

@@ -100,7 +100,7 @@ func TestTrustedProxy(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(s *setup) {
 		s.Auth.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
-		s.Auth.ProxyRoles = map[string]auth.Role{"sre": auth.RoleOperator, "staff": auth.RoleViewer}
+		s.Auth.ProxyRoles = map[string]auth.Grant{"sre": {Role: auth.RoleOperator}, "staff": {Role: auth.RoleViewer}}
 	})
 	id := e.insert(row{})
 	send := func(remote, user, groups, token string) *response {

@@ -123,16 +123,22 @@ func (a *api) listFailures(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// bytesJSON shows stored bytes: base64 always, text when they are printable UTF-8.
+// bytesJSON shows stored bytes: base64 always, text when they are printable UTF-8. Without the
+// payload permission only the size and the content type are shown (hidden).
 type bytesJSON struct {
 	// Size is the full length in bytes.
 	Size int `json:"size"`
-	// Base64 holds the bytes (at most the inline limit).
-	Base64 string `json:"base64"`
+	// ContentType says what the bytes look like (application/json, text/plain,
+	// application/vnd.apache.avro, application/octet-stream).
+	ContentType string `json:"content_type,omitempty"`
+	// Base64 holds the bytes (at most the inline limit); null when hidden.
+	Base64 *string `json:"base64"`
 	// Text holds the same bytes as text when they are printable UTF-8; null otherwise.
 	Text *string `json:"text"`
 	// Truncated is true when Base64 and Text hold only the first bytes.
 	Truncated bool `json:"truncated"`
+	// Hidden is true when the reader may not read payloads: only the size is shown.
+	Hidden bool `json:"hidden,omitempty"`
 }
 
 func newBytesJSON(b []byte, limit int) *bytesJSON {
@@ -143,9 +149,19 @@ func newBytesJSON(b []byte, limit int) *bytesJSON {
 	if len(b) > limit {
 		b, out.Truncated = b[:limit], true
 	}
-	out.Base64 = base64.StdEncoding.EncodeToString(b)
+	enc := base64.StdEncoding.EncodeToString(b)
+	out.Base64 = &enc
 	out.Text = printable(b, out.Truncated)
 	return out
+}
+
+// hiddenBytesJSON shows only the size and type of bytes the reader may not read; nil for
+// size -1 (null).
+func hiddenBytesJSON(size int, contentType string) *bytesJSON {
+	if size < 0 {
+		return nil
+	}
+	return &bytesJSON{Size: size, ContentType: contentType, Hidden: true}
 }
 
 // printable returns b as text when it is UTF-8 without control characters other than tab,
@@ -232,6 +248,10 @@ type failureDetail struct {
 	ClosedBy         *string          `json:"closed_by"`
 	Attempts         []failureSummary `json:"attempts"`
 	Audit            []auditJSON      `json:"audit"`
+	// PayloadHidden says why key, value and header values are not shown; null when they are.
+	PayloadHidden *string `json:"payload_hidden"`
+	// Masked is true when masking rules changed the value or header values shown.
+	Masked bool `json:"masked"`
 }
 
 // getFailure serves GET /failures/{id}.
@@ -244,7 +264,7 @@ func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	d, err := a.core.Failure(r.Context(), id)
+	d, err := a.core.Failure(r.Context(), id, reader(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -284,5 +304,19 @@ func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 	for i, h := range f.Headers {
 		out.Headers[i] = headerJSON{Name: h.Name, Value: newBytesJSON(h.Value, limit)}
 	}
+	if out.Key != nil {
+		out.Key.ContentType = d.KeyType
+	}
+	if out.Value != nil {
+		out.Value.ContentType = d.ValueType
+	}
+	if d.PayloadHidden != "" {
+		out.PayloadHidden = &d.PayloadHidden
+		out.Key, out.Value = hiddenBytesJSON(d.KeySize, d.KeyType), hiddenBytesJSON(d.ValueSize, d.ValueType)
+		for i := range out.Headers {
+			out.Headers[i].Value = hiddenBytesJSON(d.HeaderSizes[i], "")
+		}
+	}
+	out.Masked = d.Masked
 	writeJSON(w, http.StatusOK, out)
 }

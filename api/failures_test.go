@@ -21,6 +21,7 @@ import (
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/store"
 )
 
@@ -267,7 +268,9 @@ func TestGetFailure(t *testing.T) {
 	if len(d.Attempts) != 2 || d.Attempts[0].ID != first || d.Attempts[1].ID != id {
 		t.Errorf("attempts = %+v", d.Attempts)
 	}
-	if len(d.Audit) != 1 || d.Audit[0].Action != "close" || d.Audit[0].Principal != "otto" || *d.Audit[0].Reason != "known" {
+	// The close, and this read of the payload.
+	if len(d.Audit) != 2 || d.Audit[0].Action != "close" || d.Audit[0].Principal != "otto" || *d.Audit[0].Reason != "known" ||
+		d.Audit[1].Action != "payload_view" || d.Audit[1].Principal != "vera" {
 		t.Errorf("audit = %+v", d.Audit)
 	}
 	if *d.Message.Type != "OrderCreated" {
@@ -446,5 +449,67 @@ func TestSearchAndTotals(t *testing.T) {
 	r.json(t, &got)
 	if r.status != 200 || len(got.Data) != 2 || got.Total.Count != 5 || got.Total.More {
 		t.Errorf("total = %d %s", r.status, r.body)
+	}
+}
+
+// Without the payload permission a failure shows metadata only, and says why; with it, the
+// masking rules apply to every view and each read is audited; a resend still sends the
+// original bytes.
+func TestPayloadPermissionAndMasking(t *testing.T) {
+	t.Parallel()
+	rules, err := masking.Parse(strings.NewReader("orders json /customer/email\norders header authorization"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(s *setup) { s.Core.Masking = rules })
+	value := []byte(`{"customer":{"email":"ann@example.com"},"total":5}`)
+	id := e.insert(row{Topic: "orders", Value: value, Key: []byte("k-1"),
+		HeaderNames: []string{"authorization", "trace"}, HeaderValues: [][]byte{[]byte("Bearer secret"), []byte("t-1")}})
+	path := "/api/v1/failures/" + id.String()
+
+	r := e.do("GET", path, noPayloadToken, nil)
+	if r.status != 200 || strings.Contains(string(r.body), "ann@example.com") || strings.Contains(string(r.body), "Bearer") ||
+		!strings.Contains(string(r.body), `"payload_hidden":"reading payloads`) || !strings.Contains(string(r.body), `"hidden":true`) ||
+		!strings.Contains(string(r.body), `"content_type":"application/json"`) {
+		t.Errorf("detail without the payload permission = %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", path+"/payload", noPayloadToken, nil); r.status != 403 {
+		t.Errorf("payload without the permission = %d %s", r.status, r.body)
+	}
+	r = e.do("GET", path, viewerToken, nil)
+	var d struct {
+		Value struct {
+			Text *string `json:"text"`
+		} `json:"value"`
+		Headers []struct {
+			Name  string `json:"name"`
+			Value struct {
+				Text *string `json:"text"`
+			} `json:"value"`
+		} `json:"headers"`
+		Masked bool `json:"masked"`
+	}
+	r.json(t, &d)
+	if r.status != 200 || !d.Masked || d.Value.Text == nil || *d.Value.Text != `{"customer":{"email":"***************"},"total":5}` ||
+		*d.Headers[0].Value.Text != "*************" || *d.Headers[1].Value.Text != "t-1" {
+		t.Errorf("masked detail = %d %s", r.status, r.body)
+	}
+	for _, format := range []string{"raw", "json", "hex"} {
+		r := e.do("GET", path+"/payload?format="+format, viewerToken, nil)
+		if r.status != 200 || strings.Contains(string(r.body), "ann@") || strings.Contains(string(r.body), "61 6e 6e 40") {
+			t.Errorf("format %s = %d %s", format, r.status, r.body)
+		}
+	}
+	var views int
+	if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM audit_log WHERE failure_id = $1 AND action = 'payload_view' AND principal = 'vera'", id).Scan(&views); err != nil || views != 4 {
+		t.Errorf("%d payload views audited (%v), want 4", views, err)
+	}
+	// The resend publishes the original.
+	if r := e.do("POST", path+"/retry", operatorToken, nil); r.status != 200 {
+		t.Fatalf("retry = %d %s", r.status, r.body)
+	}
+	m := e.cluster.ConsumeN(t, "orders", 1, 30*time.Second)[0]
+	if string(m.Value) != string(value) || string(m.Headers[0].Value) != "Bearer secret" {
+		t.Errorf("resent %s %v", m.Value, m.Headers)
 	}
 }

@@ -31,6 +31,8 @@ const (
 	viewerToken   = "viewer-token-0123456789"
 	operatorToken = "operator-token-0123456789"
 	adminToken    = "admin-token-0123456789"
+	// noPayloadToken is a viewer without the payload permission.
+	noPayloadToken = "nopayload-token-0123456789"
 )
 
 // env is an API handler on a fresh database, with a real resender over an in-process Kafka.
@@ -61,7 +63,8 @@ const failingTopic = "failing"
 
 func testTokens(t testing.TB) []auth.Token {
 	t.Helper()
-	tokens, err := auth.ParseTokens("vera:viewer:" + viewerToken + ",otto:operator:" + operatorToken + "\nada:admin:" + auth.HashToken(adminToken))
+	tokens, err := auth.ParseTokens("vera:viewer+payload:" + viewerToken + ",otto:operator+payload:" + operatorToken +
+		"\nada:admin:" + auth.HashToken(adminToken) + ",nina:viewer:" + noPayloadToken)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,22 @@ func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	p, err := a.core.Payload(r.Context(), id, part)
+	if format == "avro" {
+		d, err := a.core.AvroPayload(r.Context(), id, part, reader(r))
+		var pe *avro.PayloadError
+		switch {
+		case errors.Is(err, operator.ErrNullPart):
+			writeProblem(w, r, http.StatusNotFound, "part", "the failure's key is null")
+		case errors.As(err, &pe):
+			a.fail(w, r, unprocessable("format", "%s", pe.Detail))
+		case err != nil:
+			a.fail(w, r, err)
+		default:
+			writeJSON(w, http.StatusOK, newAvroJSON(d))
+		}
+		return
+	}
+	p, err := a.core.Payload(r.Context(), id, part, reader(r), "format="+format)
 	if errors.Is(err, operator.ErrNullPart) {
 		writeProblem(w, r, http.StatusNotFound, "part", "the failure's key is null")
 		return
@@ -59,6 +74,9 @@ func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 	}
 	switch format {
 	case "raw":
+		if p.Masked {
+			w.Header().Set("X-Redrive-Masked", "true")
+		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s.bin"`, id, part))
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
@@ -81,18 +99,6 @@ func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(out.Bytes())
-	case "avro":
-		d, err := a.core.DecodeAvro(p.Topic, part, b)
-		var pe *avro.PayloadError
-		if errors.As(err, &pe) {
-			a.fail(w, r, unprocessable("format", "%s", pe.Detail))
-			return
-		}
-		if err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, newAvroJSON(d))
 	}
 }
 

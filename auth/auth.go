@@ -45,6 +45,32 @@ func (r Role) String() string {
 // Allows reports whether a principal with role r may do what needs role need.
 func (r Role) Allows(need Role) bool { return r >= need }
 
+// Grant is what a token, a proxy group or an OIDC claim value grants: a role, and the payload
+// permission.
+type Grant struct {
+	Role Role
+	// Payload grants reading payload bytes and header values; RoleAdmin implies it.
+	Payload bool
+}
+
+// ParseGrant reads a role with an optional "+payload": "viewer", "operator+payload", "admin"
+// (which always has the payload permission).
+func ParseGrant(s string) (Grant, error) {
+	name, extra, hasExtra := strings.Cut(strings.TrimSpace(s), "+")
+	role, err := ParseRole(name)
+	if err != nil {
+		return Grant{}, err
+	}
+	g := Grant{Role: role, Payload: role == RoleAdmin}
+	if hasExtra {
+		if !strings.EqualFold(strings.TrimSpace(extra), "payload") {
+			return Grant{}, fmt.Errorf("unknown permission %q after the role (want \"+payload\")", extra)
+		}
+		g.Payload = true
+	}
+	return g, nil
+}
+
 // ParseRole returns the role named s (viewer, operator or admin, any case).
 func ParseRole(s string) (Role, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -69,7 +95,13 @@ type Principal struct {
 	Method string
 	// Subject is the OpenID subject of an OIDC principal; empty for others.
 	Subject string
+	// Payload is the permission to read payload bytes and header values.
+	Payload bool
 }
+
+// CanReadPayload reports whether p may read payload bytes and header values: an admin, or a
+// principal granted the payload permission.
+func (p Principal) CanReadPayload() bool { return p.Payload || p.Role == RoleAdmin }
 
 // How a principal was authenticated.
 const (
@@ -114,9 +146,9 @@ type Config struct {
 	// ProxyGroupsHeader names the header carrying the user's groups, separated by commas.
 	// Defaults to X-Forwarded-Groups.
 	ProxyGroupsHeader string
-	// ProxyRoles maps a proxy group to a role; a user gets the highest role of its groups.
-	// See ParseProxyRoles.
-	ProxyRoles map[string]Role
+	// ProxyRoles maps a proxy group to a grant; a user gets the highest role of its groups,
+	// and the payload permission when one of them grants it. See ParseProxyRoles.
+	ProxyRoles map[string]Grant
 	// ProxyDefaultRole is the role of a proxy user in no mapped group. Defaults to RoleNone
 	// (authenticated, but refused everything).
 	ProxyDefaultRole Role
@@ -149,9 +181,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("invalid config: token %d has no name or no role", i+1)
 		}
 	}
-	for group, role := range c.ProxyRoles {
-		if group == "" || role < RoleNone || role > RoleAdmin {
-			return fmt.Errorf("invalid config: proxy role mapping %q=%d", group, role)
+	for group, g := range c.ProxyRoles {
+		if group == "" || g.Role < RoleNone || g.Role > RoleAdmin {
+			return fmt.Errorf("invalid config: proxy role mapping %q=%d", group, g.Role)
 		}
 	}
 	return nil
@@ -182,7 +214,7 @@ func NewAuthenticator(cfg Config) (*Authenticator, error) {
 }
 
 // anonymous is the principal of every request with Config.InsecureNoAuth.
-var anonymous = Principal{Name: "anonymous", Role: RoleAdmin, Method: MethodNone}
+var anonymous = Principal{Name: "anonymous", Role: RoleAdmin, Payload: true, Method: MethodNone}
 
 // Authenticate returns the principal of r: a trusted proxy's user, else the bearer token of
 // the Authorization header. The error wraps ErrUnauthenticated.
@@ -215,7 +247,7 @@ func (a *Authenticator) Token(secret string) (Principal, error) {
 		return Principal{}, fmt.Errorf("%w: empty token", ErrUnauthenticated)
 	}
 	if t, ok := a.lookup(secret); ok {
-		return Principal{Name: t.Name, Role: t.Role, Method: MethodToken}, nil
+		return Principal{Name: t.Name, Role: t.Role, Payload: t.Payload || t.Role == RoleAdmin, Method: MethodToken}, nil
 	}
 	return Principal{}, fmt.Errorf("%w: unknown token", ErrUnauthenticated)
 }
@@ -265,15 +297,14 @@ func (a *Authenticator) fromProxy(r *http.Request) (Principal, bool, error) {
 	if user == "" {
 		return Principal{}, true, fmt.Errorf("%w: the proxy's %s header names no user (empty once control characters and invalid UTF-8 are removed)", ErrUnauthenticated, a.cfg.ProxyUserHeader)
 	}
-	role := a.cfg.ProxyDefaultRole
+	var groups []string
 	for _, v := range r.Header.Values(a.cfg.ProxyGroupsHeader) {
 		for _, g := range strings.Split(v, ",") {
-			if gr, ok := a.cfg.ProxyRoles[strings.TrimSpace(g)]; ok && gr > role {
-				role = gr
-			}
+			groups = append(groups, strings.TrimSpace(g))
 		}
 	}
-	return Principal{Name: user, Role: role, Method: MethodProxy}, true, nil
+	g := grantOf(groups, a.cfg.ProxyRoles, Grant{Role: a.cfg.ProxyDefaultRole})
+	return Principal{Name: user, Role: g.Role, Payload: g.Payload, Method: MethodProxy}, true, nil
 }
 
 func (a *Authenticator) trusted(remoteAddr string) bool {
@@ -307,4 +338,18 @@ func cleanName(s string) string {
 		s = string([]rune(s)[:200])
 	}
 	return s
+}
+
+// grantOf returns what values grant through mapping: the highest role, and the payload
+// permission when any grants it (or the role is admin); def when none maps.
+func grantOf(values []string, mapping map[string]Grant, def Grant) Grant {
+	g := def
+	for _, v := range values {
+		if m, ok := mapping[v]; ok {
+			g.Role = max(g.Role, m.Role)
+			g.Payload = g.Payload || m.Payload
+		}
+	}
+	g.Payload = g.Payload || g.Role == RoleAdmin
+	return g
 }

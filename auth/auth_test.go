@@ -89,7 +89,7 @@ func TestParseProxyConfig(t *testing.T) {
 		t.Error("bad prefix accepted")
 	}
 	roles, err := auth.ParseProxyRoles("redrive-admins=admin, sre = operator,staff=viewer")
-	if err != nil || roles["sre"] != auth.RoleOperator || roles["redrive-admins"] != auth.RoleAdmin || len(roles) != 3 {
+	if err != nil || roles["sre"].Role != auth.RoleOperator || roles["redrive-admins"].Role != auth.RoleAdmin || len(roles) != 3 {
 		t.Errorf("ParseProxyRoles = %v, %v", roles, err)
 	}
 	for _, bad := range []string{"sre", "=admin", "sre=boss", "a=admin,a=viewer"} {
@@ -123,7 +123,7 @@ func TestAuthenticator(t *testing.T) {
 	t.Parallel()
 	a, err := auth.NewAuthenticator(auth.Config{Tokens: testTokens(t),
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")},
-		ProxyRoles:     map[string]auth.Role{"sre": auth.RoleOperator}})
+		ProxyRoles:     map[string]auth.Grant{"sre": {Role: auth.RoleOperator}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestAuthenticator(t *testing.T) {
 func TestProxyIdentityMustNameSomeone(t *testing.T) {
 	t.Parallel()
 	a, err := auth.NewAuthenticator(auth.Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")},
-		ProxyRoles: map[string]auth.Role{"sre": auth.RoleOperator}})
+		ProxyRoles: map[string]auth.Grant{"sre": {Role: auth.RoleOperator}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,5 +196,55 @@ func TestProxyIdentityMustNameSomeone(t *testing.T) {
 	req.RemoteAddr = "198.51.100.1:1"
 	if _, ok, err := a.Ambient(req); ok || err != nil {
 		t.Errorf("untrusted address: ok %v, %v", ok, err)
+	}
+}
+
+// The payload permission: granted with "+payload" by tokens and mappings, implied by admin.
+func TestPayloadGrant(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]auth.Grant{
+		"viewer":           {Role: auth.RoleViewer},
+		"viewer+payload":   {Role: auth.RoleViewer, Payload: true},
+		"Operator+PAYLOAD": {Role: auth.RoleOperator, Payload: true},
+		"admin":            {Role: auth.RoleAdmin, Payload: true},
+	} {
+		if g, err := auth.ParseGrant(in); err != nil || g != want {
+			t.Errorf("ParseGrant(%q) = %+v, %v", in, g, err)
+		}
+	}
+	for _, bad := range []string{"viewer+x", "root+payload", "+payload", "viewer+"} {
+		if _, err := auth.ParseGrant(bad); err == nil {
+			t.Errorf("ParseGrant(%q) succeeded", bad)
+		}
+	}
+	tokens, err := auth.ParseTokens("v:viewer:" + viewerToken + ",p:viewer+payload:" + operatorToken + ",a:admin:" + adminToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.NewAuthenticator(auth.Config{Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for secret, want := range map[string]bool{viewerToken: false, operatorToken: true, adminToken: true} {
+		if p, err := a.Token(secret); err != nil || p.CanReadPayload() != want {
+			t.Errorf("token %s: %+v, %v, want payload %v", secret, p, err, want)
+		}
+	}
+	roles, err := auth.ParseProxyRoles("staff=viewer,sre=viewer+payload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := auth.NewAuthenticator(auth.Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}, ProxyRoles: roles})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for groups, want := range map[string]bool{"staff": false, "staff,sre": true} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "192.0.2.1:1"
+		r.Header.Set("X-Forwarded-User", "u")
+		r.Header.Set("X-Forwarded-Groups", groups)
+		if p, err := pa.Authenticate(r); err != nil || p.CanReadPayload() != want || p.Role != auth.RoleViewer {
+			t.Errorf("groups %s: %+v, %v", groups, p, err)
+		}
 	}
 }

@@ -50,9 +50,10 @@ type OIDCConfig struct {
 	// RolesClaim names the claim holding the user's groups or roles (a string or an array of
 	// strings). Defaults to "groups".
 	RolesClaim string
-	// RoleMapping maps a claim value to a role; a user gets the highest. See ParseProxyRoles for
-	// the "value=role,…" syntax.
-	RoleMapping map[string]Role
+	// RoleMapping maps a claim value to a grant; a user gets the highest role, and the payload
+	// permission when one grants it. See ParseProxyRoles for the "value=role[+payload],…"
+	// syntax.
+	RoleMapping map[string]Grant
 	// DefaultRole is the role of a user whose claim maps to none. Defaults to RoleNone.
 	DefaultRole Role
 	// ClockSkew is how far past its expiry a token is still accepted. Defaults to 1 minute, at
@@ -92,9 +93,9 @@ func (c *OIDCConfig) validate() error {
 	if c.ClockSkew < 0 || c.ClockSkew > MaxClockSkew {
 		bad("clock skew %s is not between 0 and %s", c.ClockSkew, MaxClockSkew)
 	}
-	for value, role := range c.RoleMapping {
-		if value == "" || role < RoleNone || role > RoleAdmin {
-			bad("role mapping %q=%d", value, role)
+	for value, g := range c.RoleMapping {
+		if value == "" || g.Role < RoleNone || g.Role > RoleAdmin {
+			bad("role mapping %q=%d", value, g.Role)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -270,13 +271,8 @@ func (o *OIDC) principal(tok *oidc.IDToken) (Principal, error) {
 	if utf8.RuneCountInString(name) > 200 {
 		name = string([]rune(name)[:200])
 	}
-	role := o.cfg.DefaultRole
-	for _, v := range claimValues(all[o.cfg.RolesClaim]) {
-		if r, ok := o.cfg.RoleMapping[v]; ok && r > role {
-			role = r
-		}
-	}
-	return Principal{Name: name, Role: role, Method: MethodOIDC, Subject: sub}, nil
+	g := grantOf(claimValues(all[o.cfg.RolesClaim]), o.cfg.RoleMapping, Grant{Role: o.cfg.DefaultRole})
+	return Principal{Name: name, Role: g.Role, Payload: g.Payload, Method: MethodOIDC, Subject: sub}, nil
 }
 
 // claimValues returns a claim that is a string or an array of strings as strings.

@@ -19,7 +19,7 @@ func newOIDC(t *testing.T, p *testkit.OIDCProvider, mod func(*auth.OIDCConfig)) 
 	t.Helper()
 	cfg := auth.OIDCConfig{IssuerURL: p.Issuer(), ClientID: p.ClientID, ClientSecret: p.Secret,
 		RedirectURL: "http://127.0.0.1:8080/auth/callback",
-		RoleMapping: map[string]auth.Role{"redrive-viewers": auth.RoleViewer, "redrive-operators": auth.RoleOperator, "redrive-admins": auth.RoleAdmin}}
+		RoleMapping: map[string]auth.Grant{"redrive-viewers": {Role: auth.RoleViewer}, "redrive-operators": {Role: auth.RoleOperator}, "redrive-admins": {Role: auth.RoleAdmin}}}
 	if mod != nil {
 		mod(&cfg)
 	}

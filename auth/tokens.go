@@ -20,6 +20,8 @@ type Token struct {
 	Name string
 	// Role is what the holder may do.
 	Role Role
+	// Payload grants reading payload bytes and header values (implied by RoleAdmin).
+	Payload bool
 	// Hash is the SHA-256 of the secret.
 	Hash [32]byte
 }
@@ -105,11 +107,11 @@ func parseToken(entry string) (Token, error) {
 	if !validTokenName(name) {
 		return Token{}, fmt.Errorf("token name %q: use 1 to 100 letters, digits and . _ @ -", name)
 	}
-	role, err := ParseRole(parts[1])
+	g, err := ParseGrant(parts[1])
 	if err != nil {
 		return Token{}, fmt.Errorf("token %q: %w", name, err)
 	}
-	t := Token{Name: name, Role: role}
+	t := Token{Name: name, Role: g.Role, Payload: g.Payload}
 	if h, ok := strings.CutPrefix(secret, "sha256:"); ok {
 		b, err := hex.DecodeString(h)
 		if err != nil || len(b) != sha256.Size {
@@ -165,28 +167,29 @@ func ParseTrustedProxies(spec string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// ParseProxyRoles parses a comma-separated list of "group=role" mappings for the
-// trusted-proxy mode ("redrive-admins=admin,sre=operator,staff=viewer").
-func ParseProxyRoles(spec string) (map[string]Role, error) {
-	out := map[string]Role{}
+// ParseProxyRoles parses a comma-separated list of "group=grant" mappings for the
+// trusted-proxy mode and OIDC ("redrive-admins=admin,sre=operator+payload,staff=viewer"); see
+// ParseGrant.
+func ParseProxyRoles(spec string) (map[string]Grant, error) {
+	out := map[string]Grant{}
 	for _, s := range strings.Split(spec, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			continue
 		}
-		group, roleName, ok := strings.Cut(s, "=")
+		group, grant, ok := strings.Cut(s, "=")
 		group = strings.TrimSpace(group)
 		if !ok || group == "" {
-			return nil, fmt.Errorf("proxy role %q: want \"group=role\"", s)
+			return nil, fmt.Errorf("role mapping %q: want \"group=role\"", s)
 		}
-		role, err := ParseRole(roleName)
+		g, err := ParseGrant(grant)
 		if err != nil {
-			return nil, fmt.Errorf("proxy role for group %q: %w", group, err)
+			return nil, fmt.Errorf("role mapping for group %q: %w", group, err)
 		}
 		if _, dup := out[group]; dup {
-			return nil, fmt.Errorf("proxy role: group %q is mapped twice", group)
+			return nil, fmt.Errorf("role mapping: group %q is mapped twice", group)
 		}
-		out[group] = role
+		out[group] = g
 	}
 	return out, nil
 }

@@ -18,6 +18,9 @@ var ErrUnavailable = errors.New("unavailable")
 // not running cannot be paused); its text says which state.
 var ErrConflict = errors.New("conflict")
 
+// ErrPayloadForbidden means the reader lacks the payload permission.
+var ErrPayloadForbidden = errors.New("payload permission required")
+
 // ErrNullPart means the payload part asked for (a key) is null.
 var ErrNullPart = errors.New("the part is null")
 

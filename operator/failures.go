@@ -2,7 +2,10 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -91,31 +94,100 @@ func (c *Core) CountFailures(ctx context.Context, f store.Filter) (int64, error)
 	return n, fromStore(err)
 }
 
+// Reader is who reads a failure: the principal, for the audit log of payload views, and
+// whether it holds the payload permission.
+type Reader struct {
+	Principal string
+	// Payload is the permission to read payload bytes and header values.
+	Payload bool
+}
+
 // FailureView is everything about one failure: what is stored, the attempt chain of its
-// causing message (first attempt first) and its audit entries (oldest first).
+// causing message (first attempt first) and its audit entries (oldest first). For a reader
+// without the payload permission the key, value and header values are removed (KeySize,
+// ValueSize and HeaderSizes keep their sizes) and PayloadHidden says why; otherwise the
+// masking rules of the topic are applied and Masked says whether they changed anything.
 type FailureView struct {
 	*store.FailureDetail
 	Chain []store.FailureSummary
 	Audit []store.AuditEntry
+	// PayloadHidden, when not empty, says why the payload is not shown.
+	PayloadHidden string
+	// KeySize is the key's length (-1 for a null key), ValueSize the value's, HeaderSizes each
+	// header value's (-1 for a null one): known even when the bytes are hidden.
+	KeySize, ValueSize int
+	HeaderSizes        []int
+	// KeyType and ValueType say what the bytes look like (ContentType), hidden or not.
+	KeyType, ValueType string
+	// Masked says that the masking rules changed what is shown.
+	Masked bool
 }
 
-// Failure returns the failure with id, or an error wrapping ErrNotFound.
-func (c *Core) Failure(ctx context.Context, id uuid.UUID) (*FailureView, error) {
-	ctx, cancel := c.queryContext(ctx)
+// HiddenReason is why a reader without the payload permission sees no payload.
+const HiddenReason = "reading payloads and header values needs the payload permission (a role granted \"+payload\", or admin)"
+
+// AuditActionPayloadView is the audit action of a payload read.
+const AuditActionPayloadView = "payload_view"
+
+// Failure returns the failure with id as reader may see it, or an error wrapping ErrNotFound.
+// A reader with the payload permission sees the payload masked by the rules, and the read is
+// audited.
+func (c *Core) Failure(ctx context.Context, id uuid.UUID, reader Reader) (*FailureView, error) {
+	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
-	d, err := c.store.FailureByID(ctx, id)
+	d, err := c.store.FailureByID(qctx, id)
 	if err != nil {
 		return nil, fromStore(err)
 	}
-	chain, err := c.store.AttemptChain(ctx, d.CausingMessage, MaxChain)
+	chain, err := c.store.AttemptChain(qctx, d.CausingMessage, MaxChain)
 	if err != nil {
 		return nil, err
 	}
-	audit, err := c.store.FailureAudit(ctx, id, MaxAudit)
+	if reader.Payload {
+		if err := c.auditPayloadView(qctx, id, reader, "detail"); err != nil {
+			return nil, err
+		}
+	}
+	audit, err := c.store.FailureAudit(qctx, id, MaxAudit)
 	if err != nil {
 		return nil, err
 	}
-	return &FailureView{FailureDetail: d, Chain: chain, Audit: audit}, nil
+	v := &FailureView{FailureDetail: d, Chain: chain, Audit: audit, KeySize: -1, ValueSize: len(d.Value),
+		KeyType: ContentType(d.Key), ValueType: ContentType(d.Value)}
+	if d.Key != nil {
+		v.KeySize = len(d.Key)
+	}
+	v.HeaderSizes = make([]int, len(d.Headers))
+	for i, h := range d.Headers {
+		v.HeaderSizes[i] = -1
+		if h.Value != nil {
+			v.HeaderSizes[i] = len(h.Value)
+		}
+	}
+	// A copy, so that the stored record is never changed by a view.
+	f := *d
+	v.FailureDetail = &f
+	if !reader.Payload {
+		v.PayloadHidden = HiddenReason
+		f.Key, f.Value = nil, nil
+		f.Headers = make([]avro.Header, len(d.Headers))
+		for i, h := range d.Headers {
+			f.Headers[i] = avro.Header{Name: h.Name}
+		}
+		return v, nil
+	}
+	var mv, mh bool
+	f.Value, mv = c.cfg.Masking.Value(d.Topic, d.Value)
+	f.Headers, mh = c.cfg.Masking.Headers(d.Topic, d.Headers)
+	v.Masked = mv || mh
+	return v, nil
+}
+
+// auditPayloadView records that reader saw the payload of failure id (how: "detail", or the
+// part and format of a download).
+func (c *Core) auditPayloadView(ctx context.Context, id uuid.UUID, reader Reader, how string) error {
+	return c.store.AppendAudit(ctx, []store.AuditEntry{{FailureID: &id, Action: AuditActionPayloadView,
+		Principal: reader.Principal, Details: map[string]any{"view": how}}}, c.cfg.Now())
 }
 
 // Part names a payload of a failure's record.
@@ -138,35 +210,123 @@ func ParsePart(field, s string) (Part, error) {
 	return "", invalid(field, "%q is not value or key", clip.Text(s, clip.Default))
 }
 
-// Payload is one part of a failure's record, exactly as stored.
+// Payload is one part of a failure's record as its reader may see it.
 type Payload struct {
 	ID    uuid.UUID
 	Topic string
 	Part  Part
-	Bytes []byte
+	// Bytes are the part's bytes, masked when Masked says so.
+	Bytes  []byte
+	Masked bool
+	// original are the stored bytes, for views that decode them before masking.
+	original []byte
 }
 
-// Payload returns the key or value of the failure with id. A null key is an error wrapping
+// Payload returns the key or value of the failure with id, masked by the rules of its topic
+// (the value; a key is shown as stored), for reader, and audits the read. A reader without the
+// payload permission gets an error wrapping ErrPayloadForbidden; a null key wraps
 // ErrNullPart; an unknown id wraps ErrNotFound.
-func (c *Core) Payload(ctx context.Context, id uuid.UUID, part Part) (*Payload, error) {
+func (c *Core) Payload(ctx context.Context, id uuid.UUID, part Part, reader Reader, how string) (*Payload, error) {
+	p, err := c.loadPayload(ctx, id, part, reader)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.auditPayloadView(ctx, id, reader, string(part)+" "+how); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// AvroPayload returns the key or value of the failure with id decoded as Avro and masked (as
+// DecodeAvro), for reader, and audits the read when it succeeds. Errors are those of Payload,
+// or an *avro.PayloadError when the bytes do not decode.
+func (c *Core) AvroPayload(ctx context.Context, id uuid.UUID, part Part, reader Reader) (*avro.DecodedPayload, error) {
+	p, err := c.loadPayload(ctx, id, part, reader)
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.DecodeAvro(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.auditPayloadView(ctx, id, reader, string(part)+" format=avro"); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// loadPayload reads a part of a failure's record for reader, masked.
+func (c *Core) loadPayload(ctx context.Context, id uuid.UUID, part Part, reader Reader) (*Payload, error) {
+	if !reader.Payload {
+		return nil, fmt.Errorf("%w: %s", ErrPayloadForbidden, HiddenReason)
+	}
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
 	d, err := c.store.FailureByID(ctx, id)
 	if err != nil {
 		return nil, fromStore(err)
 	}
-	p := &Payload{ID: id, Topic: d.Topic, Part: part, Bytes: d.Value}
+	p := &Payload{ID: id, Topic: d.Topic, Part: part, Bytes: d.Value, original: d.Value}
 	if part == PartKey {
 		if d.Key == nil {
 			return nil, fmt.Errorf("key of %s: %w", id, ErrNullPart)
 		}
-		p.Bytes = d.Key
+		p.Bytes, p.original = d.Key, d.Key
+	} else {
+		p.Bytes, p.Masked = c.cfg.Masking.Value(d.Topic, d.Value)
 	}
 	return p, nil
 }
 
-// DecodeAvro decodes a part of a record of topic framed as Avro, with its writer schema (see
-// avro.PayloadDecoder). The error is an *avro.PayloadError, whose text is safe to show.
-func (c *Core) DecodeAvro(topic string, part Part, b []byte) (*avro.DecodedPayload, error) {
-	return c.cfg.Payloads.Decode(topic, string(part), b)
+// DecodeAvro decodes p framed as Avro with its writer schema (see avro.PayloadDecoder) and
+// applies the masking rules of its topic to the decoded JSON. The error is an
+// *avro.PayloadError, whose text is safe to show.
+func (c *Core) DecodeAvro(p *Payload) (*avro.DecodedPayload, error) {
+	d, err := c.cfg.Payloads.Decode(p.Topic, string(p.Part), p.original)
+	if err != nil {
+		return nil, err
+	}
+	if p.Part == PartValue {
+		masked := *d
+		masked.JSON, p.Masked = c.cfg.Masking.Value(p.Topic, d.JSON)
+		if !json.Valid(masked.JSON) { // masked whole: show the asterisks as a JSON string
+			masked.JSON, _ = json.Marshal(string(masked.JSON))
+		}
+		return &masked, nil
+	}
+	return d, nil
+}
+
+// ContentType says what bytes look like, without showing them: "application/json" for a JSON
+// document, "application/vnd.apache.avro" for a payload framed as Avro (single-object
+// encoding, or the Confluent wire format), "text/plain" for other printable UTF-8 text,
+// "application/octet-stream" for anything else, and "" for nil (a null key or a tombstone).
+func ContentType(b []byte) string {
+	switch {
+	case b == nil:
+		return ""
+	case len(b) >= 10 && b[0] == 0xc3 && b[1] == 0x01:
+		return "application/vnd.apache.avro"
+	case json.Valid(b):
+		return "application/json"
+	case len(b) >= 6 && b[0] == 0x00:
+		return "application/vnd.apache.avro"
+	case utf8Text(b):
+		return "text/plain"
+	}
+	return "application/octet-stream"
+}
+
+// utf8Text reports whether b is UTF-8 whose only control characters are tab, newline and
+// carriage return.
+func utf8Text(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+			return false
+		}
+	}
+	return true
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/promreg"
+	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/store"
 )
@@ -45,6 +46,8 @@ type Config struct {
 	// Payloads decodes Avro payloads for their views. Defaults to a decoder that knows the
 	// contract's own schemas and has no registry.
 	Payloads *avro.PayloadDecoder
+	// Masking hides parts of payloads in every payload view (masking.Load). Defaults to none.
+	Masking *masking.Rules
 	// QueryTimeout bounds each read. Defaults to 10s.
 	QueryTimeout time.Duration
 	// ActionTimeout bounds a retry or close, which runs to its end even when the caller's

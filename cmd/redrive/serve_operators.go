@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/web"
@@ -48,6 +49,8 @@ type operatorConfig struct {
 	UISecureCookies bool
 
 	OIDC oidcFlags
+
+	MaskingRules string
 }
 
 // oidcFlags are the OpenID Connect settings: sign-in for the UI, JWT bearer tokens for the API.
@@ -80,6 +83,7 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	insecure := ef.Bool("insecure-no-auth", "REDRIVE_INSECURE_NO_AUTH", false, "serve the API and UI without authentication, everyone an admin (demos only)")
 	sessionKey := ef.String("ui-session-key", "REDRIVE_UI_SESSION_KEY", "", "hex key (at least 32 bytes) for the UI's CSRF tokens; give every instance the same; random when empty")
 	secure := ef.Bool("ui-secure-cookies", "REDRIVE_UI_SECURE_COOKIES", false, "mark the UI's cookies Secure (set it behind a TLS-terminating proxy)")
+	maskingRules := ef.String("masking-rules", "REDRIVE_MASKING_RULES", "", "file of masking rules (TOPIC-PATTERN json|header|value [TARGET] per line) applied to every payload view")
 	oidcIssuer := ef.String("oidc-issuer-url", "REDRIVE_OIDC_ISSUER_URL", "", "OpenID Connect issuer (discovery at ISSUER/.well-known/openid-configuration); enables UI sign-in and JWT bearer tokens on the API")
 	oidcClient := ef.String("oidc-client-id", "REDRIVE_OIDC_CLIENT_ID", "", "OpenID Connect client id of redrive")
 	oidcSecret := ef.String("oidc-client-secret", "REDRIVE_OIDC_CLIENT_SECRET", "", "OpenID Connect client secret (empty for a public client)")
@@ -90,6 +94,7 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	oidcSkew := ef.Duration("oidc-clock-skew", "REDRIVE_OIDC_CLOCK_SKEW", auth.DefaultClockSkew, "how far past its expiry a token is still accepted (at most 5m)")
 	return func() (operatorConfig, []error) {
 		c := operatorConfig{
+			MaskingRules: *maskingRules,
 			OIDC: oidcFlags{IssuerURL: *oidcIssuer, ClientID: *oidcClient, ClientSecret: *oidcSecret, RedirectURL: *oidcRedirect,
 				Audience: *oidcAudience, RolesClaim: *oidcClaim, Roles: *oidcRoles, ClockSkew: *oidcSkew},
 			ServiceName: *serviceName, ResendInterval: *interval, ResendBatch: *batch, ResendConcurrency: *concurrency,
@@ -247,8 +252,15 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 	if err != nil {
 		return fmt.Errorf("payload decoder: %w", err)
 	}
+	var rules *masking.Rules
+	if oc.MaskingRules != "" {
+		if rules, err = masking.Load(oc.MaskingRules); err != nil {
+			return fmt.Errorf("REDRIVE_MASKING_RULES (-masking-rules): %w", err)
+		}
+		s.log.Info("masking rules loaded", "file", oc.MaskingRules, "rules", rules.Len())
+	}
 	core, err := operator.New(operator.Config{
-		Store: s.store, Resender: sched.Resender(), Payloads: payloads, Logger: s.log, Registerer: s.registry,
+		Store: s.store, Resender: sched.Resender(), Payloads: payloads, Masking: rules, Logger: s.log, Registerer: s.registry,
 	})
 	if err != nil {
 		return fmt.Errorf("operator core: %w", err)
