@@ -136,6 +136,10 @@ func (a *api) routes() chi.Router {
 				r.Post("/jobs/{id}/resume", a.resumeJob)
 				r.Post("/jobs/{id}/cancel", a.cancelJob)
 			})
+			r.Group(func(r chi.Router) {
+				r.Use(requireRole(auth.RoleAdmin))
+				r.Get("/notifications", a.listNotifications)
+			})
 		})
 	})
 	return r

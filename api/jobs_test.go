@@ -116,3 +116,17 @@ func TestJobsAPI(t *testing.T) {
 		}
 	}
 }
+
+// The notification delivery log is for admins only.
+func TestNotificationsLogIsForAdmins(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(s *setup) { s.NoResender = true })
+	for token, want := range map[string]int{viewerToken: 403, operatorToken: 403, adminToken: 200} {
+		if r := e.do("GET", "/api/v1/notifications", token, nil); r.status != want {
+			t.Errorf("GET /notifications = %d, want %d", r.status, want)
+		}
+	}
+	if r := e.do("GET", "/api/v1/notifications?cursor=-3", adminToken, nil); r.status != 400 {
+		t.Errorf("bad cursor = %d", r.status)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/masking"
+	"github.com/redrive/redrive/notify"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/web"
@@ -51,6 +52,11 @@ type operatorConfig struct {
 	OIDC oidcFlags
 
 	MaskingRules string
+
+	WebhooksFile    string
+	NotifyThreshold int
+	NotifyWindow    time.Duration
+	PublicURL       string
 }
 
 // oidcFlags are the OpenID Connect settings: sign-in for the UI, JWT bearer tokens for the API.
@@ -83,6 +89,10 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	insecure := ef.Bool("insecure-no-auth", "REDRIVE_INSECURE_NO_AUTH", false, "serve the API and UI without authentication, everyone an admin (demos only)")
 	sessionKey := ef.String("ui-session-key", "REDRIVE_UI_SESSION_KEY", "", "hex key (at least 32 bytes) for the UI's CSRF tokens; give every instance the same; random when empty")
 	secure := ef.Bool("ui-secure-cookies", "REDRIVE_UI_SECURE_COOKIES", false, "mark the UI's cookies Secure (set it behind a TLS-terminating proxy)")
+	webhooks := ef.String("webhooks-file", "REDRIVE_WEBHOOKS_FILE", "", "file of outgoing webhooks (NAME URL [events=…] [format=json|slack] [secret=env:VAR|file:PATH] per line)")
+	threshold := ef.Int("notify-threshold", "REDRIVE_NOTIFY_THRESHOLD", 100, "failures of one group within the notify window that make a group.threshold notification; negative disables")
+	window := ef.Duration("notify-window", "REDRIVE_NOTIFY_WINDOW", 10*time.Minute, "window of the group.threshold notification")
+	publicURL := ef.String("public-url", "REDRIVE_PUBLIC_URL", "", "the UI's public address (https://redrive.example), for links in notifications and tickets")
 	maskingRules := ef.String("masking-rules", "REDRIVE_MASKING_RULES", "", "file of masking rules (TOPIC-PATTERN json|header|value [TARGET] per line) applied to every payload view")
 	oidcIssuer := ef.String("oidc-issuer-url", "REDRIVE_OIDC_ISSUER_URL", "", "OpenID Connect issuer (discovery at ISSUER/.well-known/openid-configuration); enables UI sign-in and JWT bearer tokens on the API")
 	oidcClient := ef.String("oidc-client-id", "REDRIVE_OIDC_CLIENT_ID", "", "OpenID Connect client id of redrive")
@@ -94,7 +104,7 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	oidcSkew := ef.Duration("oidc-clock-skew", "REDRIVE_OIDC_CLOCK_SKEW", auth.DefaultClockSkew, "how far past its expiry a token is still accepted (at most 5m)")
 	return func() (operatorConfig, []error) {
 		c := operatorConfig{
-			MaskingRules: *maskingRules,
+			MaskingRules: *maskingRules, WebhooksFile: *webhooks, NotifyThreshold: *threshold, NotifyWindow: *window, PublicURL: *publicURL,
 			OIDC: oidcFlags{IssuerURL: *oidcIssuer, ClientID: *oidcClient, ClientSecret: *oidcSecret, RedirectURL: *oidcRedirect,
 				Audience: *oidcAudience, RolesClaim: *oidcClaim, Roles: *oidcRoles, ClockSkew: *oidcSkew},
 			ServiceName: *serviceName, ResendInterval: *interval, ResendBatch: *batch, ResendConcurrency: *concurrency,
@@ -268,6 +278,18 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 	s.components = append(s.components, component{name: "jobs", run: func(ctx context.Context) error {
 		return core.RunJobs(ctx, operator.JobRunnerConfig{Owner: sched.InstanceID() + "/jobs"})
 	}})
+	if oc.WebhooksFile != "" {
+		hooks, err := notify.LoadWebhooks(oc.WebhooksFile)
+		if err != nil {
+			return fmt.Errorf("REDRIVE_WEBHOOKS_FILE (-webhooks-file): %w", err)
+		}
+		n, err := notify.New(notify.Config{Store: s.store, Webhooks: hooks, Threshold: oc.NotifyThreshold,
+			Window: oc.NotifyWindow, BaseURL: oc.PublicURL, Logger: s.log})
+		if err != nil {
+			return fmt.Errorf("notifications: %w", err)
+		}
+		s.components = append(s.components, component{name: "notify", run: n.Run})
+	}
 	apiHandler, err := api.New(api.Config{Core: core, Auth: authn, Logger: s.log, Registerer: s.registry})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
