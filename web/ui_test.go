@@ -287,7 +287,7 @@ func TestBrowser(t *testing.T) {
 		// ...and so does the server, when a form comes without one.
 		do(t, ctx, chromedp.RemoveAttribute(chromedp.ID("reason"), "required"))
 		clickAndWait(t, ctx, "#confirm")
-		if got := text(t, ctx, "#confirm-error"); !strings.Contains(got, "A reason is required") {
+		if got := text(t, ctx, "#confirm-error"); !strings.Contains(got, "reason: required") {
 			t.Fatalf("server-side check: %q", got)
 		}
 		if st := s.state(id); st != store.StatePermanent {
