@@ -56,9 +56,6 @@ func (a actionForm) request(principal string, dryRun bool) operator.ActionReques
 		req.Selection.Filter = &f
 	} else {
 		req.Selection.IDs = a.IDs
-		if req.Selection.IDs == nil {
-			req.Selection.IDs = []uuid.UUID{}
-		}
 	}
 	return req
 }
@@ -176,7 +173,7 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request, act operator.Actio
 
 // refused answers a request the core refused: a client's mistake with its text (400, or 422
 // for a well-formed request that cannot be served as asked), an action this server cannot run
-// now with 503, anything else as a server error.
+// now with 503, anything else as a server error (logged; its text is not shown).
 func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
 	var ie *operator.InputError
 	switch {
@@ -188,8 +185,6 @@ func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
 		h.renderError(w, r, status, "The request is not valid: "+ie.Error())
 	case errors.Is(err, operator.ErrUnavailable):
 		h.renderError(w, r, http.StatusServiceUnavailable, "This server cannot do this now: resending is not configured here, or the server is shutting down.")
-	case errors.Is(err, operator.ErrNotFound):
-		h.renderError(w, r, http.StatusNotFound, "There is nothing with this id.")
 	default:
 		h.serverError(w, r, "action", err)
 	}

@@ -111,11 +111,20 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 // errorPage is the data of the error page.
 type errorPage struct {
 	Message string
+	// NoSignIn hides the sign-in link, for a request that signing in cannot help.
+	NoSignIn bool
 }
 
 // renderError shows msg, which must be safe for the user to read.
 func (h *handler) renderError(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	h.render(w, r, status, "error", http.StatusText(status), errorPage{Message: msg})
+}
+
+// renderRefusedIdentity answers a request whose ambient identity (a trusted proxy's user
+// header) is unusable: 401, and no way in but fixing the proxy.
+func (h *handler) renderRefusedIdentity(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusUnauthorized, "error", http.StatusText(http.StatusUnauthorized), errorPage{NoSignIn: true,
+		Message: "The authenticating proxy in front of redrive sent no usable user name, so this request cannot be attributed to anyone. Ask its administrator to check the proxy's user header."})
 }
 
 // serverError logs err and shows a generic message: internal error text never reaches the page.

@@ -98,8 +98,7 @@ func (h *handler) withSession(next http.Handler) http.Handler {
 			// A trusted proxy vouches for a user it cannot name: no session, whatever else
 			// the request carries.
 			h.cfg.Logger.Warn("web: the trusted proxy's identity is refused", "error", err)
-			h.renderError(w, r, http.StatusUnauthorized,
-				"The authenticating proxy in front of redrive sent no usable user name, so this request cannot be attributed to anyone. Ask its administrator to check the proxy's user header.")
+			h.renderRefusedIdentity(w, r)
 			return
 		case ok:
 			s.principal, s.authed, s.ambient = p, true, true

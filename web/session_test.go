@@ -108,7 +108,8 @@ func TestProxyIdentityRefused(t *testing.T) {
 				if w.Code != http.StatusUnauthorized {
 					t.Errorf("%s, %s (token cookie %v): %d, want 401", name, path, withToken, w.Code)
 				}
-				if !strings.Contains(body, "no usable user name") || strings.Contains(body, `id="principal"`) || strings.Contains(body, "olivia") {
+				if !strings.Contains(body, "no usable user name") || strings.Contains(body, `id="principal"`) || strings.Contains(body, "olivia") ||
+					strings.Contains(body, `href="/login"`) {
 					t.Errorf("%s, %s (token cookie %v): the page names a principal or lacks the reason:\n%s", name, path, withToken, body)
 				}
 			}
