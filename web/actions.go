@@ -27,9 +27,10 @@ type actionForm struct {
 }
 
 // readActionForm reads an action form (act is the action of the address, "" for the
-// confirmation, which names it in a field). problem, when not empty, says what cannot be read.
-func readActionForm(r *http.Request, act operator.Action) (a actionForm, problem error) {
-	a = actionForm{Action: act, Back: localPath(r.PostFormValue("back")), Reason: r.PostFormValue("reason")}
+// confirmation, which names it in a field). The error, an *operator.InputError, says what
+// cannot be read; whether the action is valid is the core's to say.
+func readActionForm(r *http.Request, act operator.Action) (actionForm, error) {
+	a := actionForm{Action: act, Back: localPath(r.PostFormValue("back")), Reason: r.PostFormValue("reason")}
 	if a.Action == "" {
 		a.Action = operator.Action(r.PostFormValue("action"))
 	}
@@ -215,18 +216,17 @@ func (h *handler) postGroup(w http.ResponseWriter, r *http.Request) {
 		s := v[0]
 		*fld.dst = &s
 	}
-	if posted && u.Ticket == nil && u.Note == nil {
-		err = nil // the form came back unchanged
-	} else {
-		_, err = h.core.UpdateGroup(r.Context(), id, u, sessionFrom(r.Context()).principal.Name)
-	}
-	switch {
-	case errors.Is(err, operator.ErrNotFound):
-		h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
-		return
-	case err != nil:
-		h.refused(w, r, err)
-		return
+	// A form that came back as it was shown changes nothing.
+	if !posted || u.Ticket != nil || u.Note != nil {
+		_, err := h.core.UpdateGroup(r.Context(), id, u, sessionFrom(r.Context()).principal.Name)
+		switch {
+		case errors.Is(err, operator.ErrNotFound):
+			h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
+			return
+		case err != nil:
+			h.refused(w, r, err)
+			return
+		}
 	}
 	back, err := url.Parse(localPath(r.PostFormValue("back")))
 	if err != nil || back.Path != "/groups" {

@@ -154,6 +154,19 @@ func TestGroups(t *testing.T) {
 	if err != nil || grp.Ticket == nil || *grp.Ticket != "https://issues.example/JIRA-1" {
 		t.Fatalf("stored group: %+v, %v", grp, err)
 	}
+	// Saved as shown: nothing changes, nothing is audited.
+	audited := func() (n int) {
+		if err := f.pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE group_id = $1`, f.groups[1]).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := audited()
+	resp, _ = c.do("POST", "/groups/"+g, map[string][]string{"csrf": {tok}, "ticket": {"https://issues.example/JIRA-1"},
+		"ticket_shown": {"https://issues.example/JIRA-1"}, "note": {"<i>upstream</i>"}, "note_shown": {"<i>upstream</i>"}})
+	if resp.StatusCode != http.StatusSeeOther || audited() != before || before == 0 {
+		t.Fatalf("unchanged edit: %d, %d audit entries before, %d after", resp.StatusCode, before, audited())
+	}
 	if resp, _ := c.do("POST", "/groups/999999", map[string][]string{"csrf": {tok}, "ticket": {"x"}}); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("unknown group: %d", resp.StatusCode)
 	}
