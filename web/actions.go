@@ -1,143 +1,108 @@
 package web
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
-	"github.com/redrive/redrive/api"
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
-// Limits of operator input, in characters: those of the API and the store.
-const (
-	maxReasonLen = api.MaxReasonLen
-	maxTicketLen = store.MaxTicketLen
-	maxNoteLen   = store.MaxNoteLen
-)
-
-// actionTimeout bounds a confirmed retry or close (a thousand resends at the resender's rate
-// limit take seconds).
-const actionTimeout = 10 * time.Minute
-
-// action is retry or close.
-type action string
-
-const (
-	actionRetry action = "retry"
-	actionClose action = "close"
-)
-
-// actionForm is a posted action: what to do, to which failures, and why.
+// actionForm is a posted action: what to do, to which failures, and why. It is read, not
+// judged: the operator core decides whether the request is valid (an empty filter, too many
+// failures, a close without a reason) and says why not.
 type actionForm struct {
-	Action action
+	Action operator.Action
 	// All is true for "all matching the filter"; IDs holds the selection otherwise.
 	All    bool
 	IDs    []uuid.UUID
-	Filter Filter
+	Filter store.Filter
 	Reason string
 	// Back is where the result page links back to.
 	Back string
 }
 
-// parseActionForm reads an action form. problem, when not empty, tells the operator what is
-// wrong with it.
-func (h *handler) parseActionForm(r *http.Request, act action) (a actionForm, problem string) {
-	a = actionForm{Action: act, Back: localPath(r.PostFormValue("back"))}
+// readActionForm reads an action form (act is the action of the address, "" for the
+// confirmation, which names it in a field). The error, an *operator.InputError, says what
+// cannot be read; whether the action is valid is the core's to say.
+func readActionForm(r *http.Request, act operator.Action) (actionForm, error) {
+	a := actionForm{Action: act, Back: localPath(r.PostFormValue("back")), Reason: r.PostFormValue("reason")}
 	if a.Action == "" {
-		a.Action = action(r.PostFormValue("action"))
+		a.Action = operator.Action(r.PostFormValue("action"))
 	}
-	if a.Action != actionRetry && a.Action != actionClose {
-		return a, "Choose retry or close."
-	}
-	a.All = r.PostFormValue("scope") == "all"
-	a.Reason = strings.TrimSpace(r.PostFormValue("reason"))
-	if n := utf8.RuneCountInString(a.Reason); n > maxReasonLen || !utf8.ValidString(a.Reason) {
-		return a, fmt.Sprintf("The reason is too long (%d characters, at most %d).", n, maxReasonLen)
-	}
-	if a.All {
-		f, err := ParseFilter(r.PostForm)
-		if err != nil {
-			return a, fmt.Sprintf("The filter is not valid: %s.", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
-		}
+	if a.All = r.PostFormValue("scope") == "all"; a.All {
+		f, err := operator.ParseFilter(r.PostForm)
 		a.Filter = f
-		return a, ""
+		return a, err
 	}
-	seen := map[uuid.UUID]bool{}
 	for _, s := range r.PostForm["id"] {
 		id, err := uuid.Parse(s)
 		if err != nil {
-			return a, "The selection holds an id that is not valid."
+			return a, &operator.InputError{Field: "id", Detail: "the selection holds an id that is not valid: " + operator.Quote(s)}
 		}
-		if !seen[id] {
-			seen[id] = true
-			a.IDs = append(a.IDs, id)
-		}
+		a.IDs = append(a.IDs, id)
 	}
-	switch {
-	case len(a.IDs) == 0:
-		return a, "Select at least one failure, or choose all failures matching the filter."
-	case len(a.IDs) > h.cfg.MaxBulk:
-		return a, fmt.Sprintf("%d failures are selected; at most %d can be handled at once.", len(a.IDs), h.cfg.MaxBulk)
-	}
-	return a, ""
+	return a, nil
 }
 
-func (a actionForm) target(limit int) Target {
+// request returns the core's request for a.
+func (a actionForm) request(principal string, dryRun bool) operator.ActionRequest {
+	req := operator.ActionRequest{Action: a.Action, Principal: principal, Reason: a.Reason, DryRun: dryRun}
 	if a.All {
-		return Target{Filter: a.Filter, Limit: limit}
+		f := a.Filter
+		req.Selection.Filter = &f
+	} else {
+		req.Selection.IDs = a.IDs
 	}
-	return Target{IDs: a.IDs}
+	return req
 }
 
-// confirmPage is the data of the confirmation page.
+// confirmPage is the data of the confirmation page: the dry run of the action.
 type confirmPage struct {
 	A actionForm
-	// Count is how many failures the action would affect now; Applies how many it will apply
-	// to (Count, capped at MaxBulk for a filter).
-	Count, Applies int64
-	Selected       int64
-	Hidden         []hiddenField
-	FilterLink     string
-	Error          string
+	R *operator.ActionResult
+	// Count is how many failures the action would change now; Others the selected ones it
+	// would not (each with why in R.Items).
+	Count, Others int
+	// OverCap is true when the filter selects more failures than one action may act on
+	// (MaxBulk); the action is then refused and not offered.
+	OverCap    bool
+	MaxBulk    int
+	Hidden     []hiddenField
+	FilterLink string
+	Error      string
 }
 
 func (h *handler) postConfirm(w http.ResponseWriter, r *http.Request) {
-	a, problem := h.parseActionForm(r, "")
-	if problem != "" {
-		h.renderError(w, r, http.StatusBadRequest, problem)
+	a, err := readActionForm(r, "")
+	if err != nil {
+		h.refused(w, r, err)
 		return
 	}
-	h.confirm(w, r, a, "")
+	h.confirm(w, r, a, "", http.StatusOK)
 }
 
-// confirm renders the confirmation page of a: the dry-run count and the reason field.
-func (h *handler) confirm(w http.ResponseWriter, r *http.Request, a actionForm, problem string) {
-	n, err := h.cfg.Backend.CountMatching(r.Context(), a.target(h.cfg.MaxBulk))
+// confirm renders the confirmation page of a from the core's dry run, with problem (the
+// reason an attempt to act was refused) when not empty.
+func (h *handler) confirm(w http.ResponseWriter, r *http.Request, a actionForm, problem string, status int) {
+	res, err := h.core.Act(r.Context(), a.request(sessionFrom(r.Context()).principal.Name, true))
 	if err != nil {
-		h.actionError(w, r, "dry run", err)
+		h.refused(w, r, err)
 		return
 	}
-	p := confirmPage{A: a, Count: n, Applies: n, Selected: int64(len(a.IDs)), Error: problem}
+	p := confirmPage{A: a, R: res, Count: res.Counts[a.Action.Success()], MaxBulk: h.core.MaxBulk(), Error: problem}
+	p.Others = res.Matched - p.Count
 	if a.All {
-		p.Applies = min(n, int64(h.cfg.MaxBulk))
-		p.Hidden = hiddenFields(a.Filter.Values())
+		p.OverCap = res.Matched > h.core.MaxBulk()
+		p.Hidden = hiddenFields(a.Filter)
 		p.FilterLink = filterLink(a.Filter)
 	}
-	status := http.StatusOK
-	if problem != "" {
-		status = http.StatusBadRequest
-	}
 	title := "Retry failures"
-	if a.Action == actionClose {
+	if a.Action == operator.Close {
 		title = "Close failures"
 	}
 	h.render(w, r, status, "confirm", title, p)
@@ -145,59 +110,85 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request, a actionForm, 
 
 // resultPage is the data of an action's result.
 type resultPage struct {
-	A      actionForm
-	R      ActionResult
+	A actionForm
+	R *operator.ActionResult
+	// Counts lists every outcome of the action with its count, success first.
+	Counts []outcomeCount
+	// Others are the items that did not reach the action's success.
+	Others []operator.ItemOutcome
 	Single string
 }
 
-func (h *handler) postRetry(w http.ResponseWriter, r *http.Request) { h.act(w, r, actionRetry) }
-func (h *handler) postClose(w http.ResponseWriter, r *http.Request) { h.act(w, r, actionClose) }
+type outcomeCount struct {
+	Outcome operator.Outcome
+	Count   int
+	Success bool
+}
 
-// act runs a confirmed action and shows its result.
-func (h *handler) act(w http.ResponseWriter, r *http.Request, act action) {
-	a, problem := h.parseActionForm(r, act)
-	if problem != "" {
-		h.renderError(w, r, http.StatusBadRequest, problem)
-		return
-	}
-	if a.Action == actionClose && a.Reason == "" {
-		h.confirm(w, r, a, "A reason is required to close failures.")
-		return
-	}
-	s := sessionFrom(r.Context())
-	req := ActionRequest{Principal: s.principal.Name, Reason: a.Reason}
-	do := h.cfg.Backend.Retry
-	if act == actionClose {
-		do = h.cfg.Backend.Close
-	}
-	// A confirmed action runs to its end even when the browser goes away.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), actionTimeout)
-	defer cancel()
-	res, err := do(ctx, a.target(h.cfg.MaxBulk), req)
+func (h *handler) postRetry(w http.ResponseWriter, r *http.Request) { h.act(w, r, operator.Retry) }
+func (h *handler) postClose(w http.ResponseWriter, r *http.Request) { h.act(w, r, operator.Close) }
+
+// act runs a confirmed action and shows its result. A request the core refuses goes back to
+// the confirmation with the core's reason.
+func (h *handler) act(w http.ResponseWriter, r *http.Request, act operator.Action) {
+	a, err := readActionForm(r, act)
 	if err != nil {
-		h.actionError(w, r, string(act), err)
+		h.refused(w, r, err)
 		return
 	}
-	h.cfg.Logger.Info("web: "+string(act), "principal", req.Principal, "all", a.All, "ids", len(a.IDs),
-		"done", res.Done, "skipped", res.Skipped, "not_found", res.NotFound, "failed", res.Failed)
+	principal := sessionFrom(r.Context()).principal.Name
+	// The core runs a started action to its end even when the browser goes away.
+	res, err := h.core.Act(r.Context(), a.request(principal, false))
+	var ie *operator.InputError
+	if errors.As(err, &ie) {
+		status := http.StatusBadRequest
+		if ie.Unprocessable {
+			status = http.StatusUnprocessableEntity
+		}
+		h.confirm(w, r, a, ie.Error(), status)
+		return
+	}
+	if err != nil {
+		h.refused(w, r, err)
+		return
+	}
+	h.cfg.Logger.Info("web: "+string(act), "principal", principal, "all", a.All, "matched", res.Matched, "counts", res.Counts)
 	p := resultPage{A: a, R: res}
+	for _, o := range act.Outcomes() {
+		p.Counts = append(p.Counts, outcomeCount{Outcome: o, Count: res.Counts[o], Success: o == act.Success()})
+	}
+	for _, it := range res.Items {
+		if it.Outcome != act.Success() {
+			p.Others = append(p.Others, it)
+		}
+	}
 	if len(a.IDs) == 1 {
 		p.Single = "/failures/" + a.IDs[0].String()
 	}
 	title := "Retried"
-	if act == actionClose {
+	if act == operator.Close {
 		title = "Closed"
 	}
 	h.render(w, r, http.StatusOK, "result", title, p)
 }
 
-// actionError shows an invalid request's message, or a generic one for anything else.
-func (h *handler) actionError(w http.ResponseWriter, r *http.Request, what string, err error) {
-	if errors.Is(err, ErrInvalid) {
-		h.renderError(w, r, http.StatusBadRequest, "The request is not valid: "+strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
-		return
+// refused answers a request the core refused: a client's mistake with its text (400, or 422
+// for a well-formed request that cannot be served as asked), an action this server cannot run
+// now with 503, anything else as a server error (logged; its text is not shown).
+func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
+	var ie *operator.InputError
+	switch {
+	case errors.As(err, &ie):
+		status := http.StatusBadRequest
+		if ie.Unprocessable {
+			status = http.StatusUnprocessableEntity
+		}
+		h.renderError(w, r, status, "The request is not valid: "+ie.Error())
+	case errors.Is(err, operator.ErrUnavailable):
+		h.renderError(w, r, http.StatusServiceUnavailable, "This server cannot do this now: resending is not configured here, or the server is shutting down.")
+	default:
+		h.serverError(w, r, "action", err)
 	}
-	h.serverError(w, r, what, err)
 }
 
 func (h *handler) postGroup(w http.ResponseWriter, r *http.Request) {
@@ -206,26 +197,36 @@ func (h *handler) postGroup(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
 		return
 	}
-	u := GroupUpdate{Ticket: strings.TrimSpace(r.PostFormValue("ticket")), Note: strings.TrimSpace(r.PostFormValue("note"))}
-	switch {
-	case !utf8.ValidString(u.Ticket) || !utf8.ValidString(u.Note) || strings.IndexByte(u.Ticket+u.Note, 0) >= 0:
-		h.renderError(w, r, http.StatusBadRequest, "The ticket and note must be text.")
-		return
-	case utf8.RuneCountInString(u.Ticket) > maxTicketLen:
-		h.renderError(w, r, http.StatusBadRequest, fmt.Sprintf("The ticket is too long (at most %d characters).", maxTicketLen))
-		return
-	case utf8.RuneCountInString(u.Note) > maxNoteLen:
-		h.renderError(w, r, http.StatusBadRequest, fmt.Sprintf("The note is too long (at most %d characters).", maxNoteLen))
-		return
+	// The form shows the ticket and note as visible text (see visible), and says so in the
+	// *_shown fields: a field posted as it was shown is left as it is stored.
+	var u operator.GroupUpdate
+	posted := false
+	for _, fld := range []struct {
+		name string
+		dst  **string
+	}{{operator.ParamTicket, &u.Ticket}, {"note", &u.Note}} {
+		v, ok := r.PostForm[fld.name]
+		if !ok {
+			continue
+		}
+		posted = true
+		if shown, ok := r.PostForm[fld.name+"_shown"]; ok && len(v) == 1 && len(shown) == 1 && v[0] == shown[0] {
+			continue
+		}
+		s := v[0]
+		*fld.dst = &s
 	}
-	_, err = h.cfg.Backend.UpdateGroup(r.Context(), id, u, sessionFrom(r.Context()).principal)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
-		return
-	case err != nil:
-		h.actionError(w, r, "update group", err)
-		return
+	// A form that came back as it was shown changes nothing.
+	if !posted || u.Ticket != nil || u.Note != nil {
+		_, err := h.core.UpdateGroup(r.Context(), id, u, sessionFrom(r.Context()).principal.Name)
+		switch {
+		case errors.Is(err, operator.ErrNotFound):
+			h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
+			return
+		case err != nil:
+			h.refused(w, r, err)
+			return
+		}
 	}
 	back, err := url.Parse(localPath(r.PostFormValue("back")))
 	if err != nil || back.Path != "/groups" {

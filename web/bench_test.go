@@ -1,46 +1,58 @@
 package web
 
 import (
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
-// benchHandler is the UI on a fake backend holding n failures whose values have size bytes.
-func benchHandler(b *testing.B, n, size int) (http.Handler, *fakeBackend) {
+// benchHandler is the UI over the operator core on a fresh database holding n failures whose
+// values are size random bytes, with a trusted proxy's viewer at httptest's address; it
+// returns the failures' ids, oldest first.
+func benchHandler(b *testing.B, n, size int) (http.Handler, []uuid.UUID) {
 	b.Helper()
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	fb := &fakeBackend{now: now}
+	pool := testkit.Postgres(b)
+	st, err := store.New(store.Config{Pool: pool})
+	if err != nil {
+		b.Fatal(err)
+	}
 	rnd := rand.New(rand.NewPCG(1, 2))
-	for i := range n {
+	base := time.Now().Add(-time.Hour)
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
 		value := make([]byte, size)
 		for j := range value {
 			value[j] = byte(rnd.IntN(256))
 		}
-		next := now.Add(time.Minute)
-		fb.add(&FailureDetail{
-			FailureRow: FailureRow{ID: uuid.New(), ReceivedAt: now.Add(time.Duration(i) * time.Second), Topic: "orders", Offset: int64(i),
-				PublisherService: "billing", MessageType: "OrderPlaced", ErrorCode: "DESERIALIZATION_FAILED",
-				ErrorMessage: "cannot decode", Temporality: avro.Temporary, State: store.StateRetryPending, Attempt: 1, NextAttemptAt: &next},
-			Value: value, Key: []byte("key"), Headers: []avro.Header{{Name: "a", Value: []byte("b")}},
-			StackTrace: "java.lang.IllegalStateException\n\tat x", CausingMessage: "c", FailedAt: now,
-		})
+		ids[i] = testkit.InsertFailure(b, pool, testkit.FailureRow{State: store.StateRetryPending, Temporality: avro.Temporary,
+			Topic: "orders", PublisherService: "billing", MessageType: "OrderPlaced", Value: value, Key: []byte("key"),
+			HeaderNames: []string{"a"}, HeaderValues: [][]byte{[]byte("b")}, CreatedAt: base.Add(time.Duration(i) * time.Second)})
 	}
-	h, err := New(Config{Backend: fb, Auth: fakeAuth{proxy: true}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return now }})
+	core, err := operator.New(operator.Config{Store: st, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return h, fb
+	a, err := auth.NewAuthenticator(auth.Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")},
+		ProxyDefaultRole: auth.RoleViewer})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := New(Config{Core: core, Auth: a, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h, ids
 }
 
 func benchGet(b *testing.B, h http.Handler, path string) {
@@ -63,14 +75,14 @@ func benchGet(b *testing.B, h http.Handler, path string) {
 // BenchmarkFailurePage renders the detail of a failure with a 64 KiB binary value: hex and
 // text views of every byte.
 func BenchmarkFailurePage(b *testing.B) {
-	h, fb := benchHandler(b, 1, 64<<10)
-	benchGet(b, h, "/failures/"+fb.failures[0].ID.String())
+	h, ids := benchHandler(b, 1, 64<<10)
+	benchGet(b, h, "/failures/"+ids[0].String())
 }
 
 // BenchmarkFailurePageSmall renders the detail of a failure with a 1 KiB value.
 func BenchmarkFailurePageSmall(b *testing.B) {
-	h, fb := benchHandler(b, 1, 1<<10)
-	benchGet(b, h, "/failures/"+fb.failures[0].ID.String())
+	h, ids := benchHandler(b, 1, 1<<10)
+	benchGet(b, h, "/failures/"+ids[0].String())
 }
 
 // BenchmarkFailuresPage renders a list page of 50 rows.

@@ -70,6 +70,10 @@ func startBrowser(t *testing.T) context.Context {
 			chromedp.Flag("disable-background-networking", true),
 			chromedp.Flag("disable-component-update", true),
 			chromedp.Flag("disable-sync", true),
+			// A loaded machine must not make the browser throttle the tests' tabs.
+			chromedp.Flag("disable-background-timer-throttling", true),
+			chromedp.Flag("disable-renderer-backgrounding", true),
+			chromedp.Flag("disable-backgrounding-occluded-windows", true),
 			chromedp.UserDataDir(browser.dataDir),
 		)
 		ctx, cancelBrowser := chromedp.NewContext(alloc)
@@ -88,34 +92,60 @@ func startBrowser(t *testing.T) context.Context {
 	return browser.ctx
 }
 
+// stepTimeout bounds each browser step (a navigation, a click and the page it loads, a wait
+// for a condition). It is generous: the tests wait for conditions, never for a time, and a
+// busy machine with two cores may take long to render a page; the bound only matters when the
+// condition never holds.
+const stepTimeout = 2 * time.Minute
+
 // tab opens a tab in a browser context of its own (its own cookies), 1280 px wide, closed
 // when the test ends.
 func tab(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(startBrowser(t), chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(cancelTimeout)
+	// The first run on a new context opens the tab and ties it to the context it is given:
+	// open it on ctx itself, not on a step's context, whose end would close it.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("browser: open a tab: %v", err)
+	}
 	do(t, ctx, chromedp.EmulateViewport(1280, 900))
 	return ctx
 }
 
-// do runs browser actions, failing the test on error.
+// do runs browser actions within stepTimeout, failing the test on error.
 func do(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 }
 
-// run runs one browser action that returns a value, failing the test on error.
+// run runs one browser action that returns a value within stepTimeout, failing the test on
+// error.
 func run[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
 	v, err := chromedp.Run(ctx, a)
 	if err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 	return v
+}
+
+// waitUntil polls the JavaScript condition cond in the page until it holds, failing the test
+// with what after stepTimeout: for state that the page's script or a navigation changes.
+func waitUntil(t *testing.T, ctx context.Context, what, cond string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond),
+		chromedp.WithPollingTimeout(stepTimeout))); err != nil {
+		t.Fatalf("browser: waiting for %s (%s): %v", what, cond, err)
+	}
 }
 
 // eval evaluates a JavaScript expression in the page.
@@ -130,9 +160,11 @@ func text(t *testing.T, ctx context.Context, css string) string {
 	return run(t, ctx, chromedp.Text(chromedp.CSS(css), chromedp.NodeVisible))
 }
 
-// clickAndWait clicks the element and waits for the navigation it starts.
+// clickAndWait clicks the element and waits for the page that the click loads.
 func clickAndWait(t *testing.T, ctx context.Context, css string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
 	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible)); err != nil {
 		t.Fatalf("browser: click %s: %v", css, err)
 	}

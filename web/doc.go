@@ -9,22 +9,37 @@
 // attempt chain and the audit log) and the groups (counts, first and last seen, ticket and
 // note).
 //
+// Every page is a thin translator over the operator core ([operator.Core]), which the REST
+// API uses too: a handler parses its input (a filter with [operator.ParseFilter]), calls one
+// method of the core and renders the result. The UI therefore follows the API's rules: an
+// action by filter needs at least one criterion and may act on at most the core's MaxBulk
+// failures (the confirmation, a dry run of the action, counts them; beyond the cap the action
+// is refused with the core's message), a close needs a reason, and the result page counts
+// every outcome and shows each failure not changed with its state before and after and why.
+// The Avro view is the core's payload decoder's; the UI decodes nothing itself.
+//
 // # Security
 //
 // A user signs in with an API token, kept in an HttpOnly, SameSite=Strict cookie and verified
-// on every request by the same [Authenticator] as the API; behind a trusted proxy the proxy's
-// identity is used instead. Every POST carries a CSRF token, an HMAC of the session cookie,
+// on every request by the [auth.Authenticator] that the API shares; behind a trusted proxy the
+// proxy's identity is used instead, and a trusted proxy that sends no usable user name gets a
+// 401 page, never a session. Every POST carries a CSRF token, an HMAC of the session cookie,
 // and is refused when a browser says it comes from another site. Every value is escaped by
 // html/template; the Content-Security-Policy allows no inline script or style. Viewers see no
 // action buttons and their POSTs are refused.
+//
+// Stored text that reaches a page (error codes, messages, descriptions, stack traces and
+// their hashes, topics, services, message types, group fields, audit principals and reasons)
+// goes through one template function, "visible", that writes every code point a reader would
+// not see or that reorders the text around it (bidirectional overrides and isolates,
+// zero-width and other formatting characters, C0 and C1 controls but newline and tab) as
+// ⟨U+XXXX⟩, and bytes that are not UTF-8 as ⟨0xNN⟩: a spoofed error code cannot pass for
+// another.
 //
 // # Payloads
 //
 // Bytes are shown as they are: the hex view prints '.' for every byte outside 0x20–0x7e, the
 // text view escapes bytes that are not UTF-8 or are control characters as \xNN, and invisible
-// or reordering code points (bidirectional overrides, zero-width characters) as \uNNNN. Keys,
-// values and header values keep null apart from empty.
-//
-// The UI reaches the failures through a [Backend]; [StoreBackend] implements it on the store
-// and the resender.
+// or reordering code points as \uNNNN (\UNNNNNNNN beyond the first plane). Keys, values and
+// header values keep null apart from empty.
 package web

@@ -6,25 +6,30 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
+// paramCursor is the query parameter of a list page's position.
+const paramCursor = "cursor"
+
 // overviewPage is the data of the overview.
 type overviewPage struct {
-	Stats      *Stats
-	States     []stateCount
-	Temporal   []temporalityCount
-	Open       int64
-	Total      int64
-	OldestOpen *time.Time
-	Chart      chart
-	Window     string
+	States      []stateCount
+	Temporal    []temporalityCount
+	TopTopics   []nameLink
+	TopServices []nameLink
+	Open        int64
+	OpenLink    string
+	Total       int64
+	OldestOpen  *time.Time
+	Chart       chart
+	Window      string
 }
 
 type stateCount struct {
@@ -39,29 +44,45 @@ type temporalityCount struct {
 	Link        string
 }
 
+// nameLink is a topic or service with its open failures and the list of them.
+type nameLink struct {
+	Name  string
+	Count int64
+	Link  string
+}
+
+// openStates are the states of failures that still wait: the ones an operator can act on.
+var openStates = []store.State{store.StateRetryPending, store.StatePermanent}
+
+// temporalities lists the temporalities, for the filter form and the overview.
+var temporalities = []avro.Temporality{avro.Temporary, avro.Permanent, avro.Unknown}
+
 func (h *handler) getOverview(w http.ResponseWriter, r *http.Request) {
 	now := h.cfg.Now()
 	width := h.cfg.ChartWindow / time.Duration(h.cfg.ChartBuckets)
 	since := now.Truncate(width).Add(width).Add(-time.Duration(h.cfg.ChartBuckets) * width)
-	st, err := h.cfg.Backend.Stats(r.Context(), since, width)
+	o, err := h.core.Overview(r.Context(), operator.OverviewRequest{Since: since, Width: width, Buckets: h.cfg.ChartBuckets})
 	if err != nil {
-		h.serverError(w, r, "stats", err)
+		h.serverError(w, r, "overview", err)
 		return
 	}
-	p := overviewPage{Stats: st, OldestOpen: st.OldestOpen, Window: windowLabel(h.cfg.ChartWindow)}
+	p := overviewPage{Open: o.Open.Total, OpenLink: filterLink(store.Filter{States: openStates}), Total: o.Total,
+		OldestOpen: o.OldestOpen, Window: windowLabel(h.cfg.ChartWindow)}
 	for _, s := range store.States {
-		n := st.ByState[s]
-		p.Total += n
-		if s.Resendable() {
-			p.Open += n
-		}
-		p.States = append(p.States, stateCount{State: s, Count: n, Link: filterLink(Filter{States: []store.State{s}})})
+		p.States = append(p.States, stateCount{State: s, Count: o.ByState[s], Link: filterLink(store.Filter{States: []store.State{s}})})
 	}
 	for _, t := range temporalities {
-		p.Temporal = append(p.Temporal, temporalityCount{Temporality: t, Count: st.ByTemporality[t],
-			Link: filterLink(Filter{States: openStates, Temporalities: []avro.Temporality{t}})})
+		p.Temporal = append(p.Temporal, temporalityCount{Temporality: t, Count: o.Open.ByTemporality[t],
+			Link: filterLink(store.Filter{States: openStates, Temporalities: []avro.Temporality{t}})})
 	}
-	p.Chart = newChart(fillBuckets(st.Buckets, since, width, h.cfg.ChartBuckets), width)
+	for _, n := range o.TopTopics {
+		p.TopTopics = append(p.TopTopics, nameLink{Name: n.Name, Count: n.Count, Link: filterLink(store.Filter{States: openStates, Topic: n.Name})})
+	}
+	for _, n := range o.TopServices {
+		p.TopServices = append(p.TopServices, nameLink{Name: n.Name, Count: n.Count,
+			Link: filterLink(store.Filter{States: openStates, PublisherService: n.Name})})
+	}
+	p.Chart = newChart(o.Buckets, width)
 	h.render(w, r, http.StatusOK, "overview", "Overview", p)
 }
 
@@ -73,28 +94,9 @@ func windowLabel(d time.Duration) string {
 	return humanDuration(d)
 }
 
-// openStates are the states of failures that still wait: the ones an operator can act on.
-var openStates = []store.State{store.StateRetryPending, store.StatePermanent}
-
-// fillBuckets returns n buckets from since, taking the counts of got and zero elsewhere.
-func fillBuckets(got []Bucket, since time.Time, width time.Duration, n int) []Bucket {
-	out := make([]Bucket, n)
-	for i := range out {
-		out[i].Start = since.Add(time.Duration(i) * width)
-	}
-	for _, b := range got {
-		i := int(b.Start.Sub(since) / width)
-		if b.Start.Before(since) || i >= n {
-			continue
-		}
-		out[i].Count += b.Count
-	}
-	return out
-}
-
 // filterLink returns the address of the failure list filtered by f.
-func filterLink(f Filter) string {
-	if q := f.Values().Encode(); q != "" {
+func filterLink(f store.Filter) string {
+	if q := operator.FilterValues(f).Encode(); q != "" {
 		return "/failures?" + q
 	}
 	return "/failures"
@@ -106,10 +108,12 @@ type failuresPage struct {
 	States []store.State
 	Temps  []avro.Temporality
 	Error  string
-	Rows   []FailureRow
+	Rows   []store.FailureSummary
 	// Filtered is true when a filter applies; Hidden carries it into the action form.
 	Filtered bool
 	Hidden   []hiddenField
+	// MaxBulk is the most failures one action by filter may act on.
+	MaxBulk int
 	// Here is this page's address; Next and First those of the next and first page.
 	Here, Next, First string
 }
@@ -117,9 +121,11 @@ type failuresPage struct {
 // hiddenField is a name and value carried through a form.
 type hiddenField struct{ Name, Value string }
 
-func hiddenFields(v url.Values) []hiddenField {
+// hiddenFields returns the filter f as hidden form fields.
+func hiddenFields(f store.Filter) []hiddenField {
+	v := operator.FilterValues(f)
 	var out []hiddenField
-	for _, name := range filterParams {
+	for _, name := range operator.FilterParams {
 		for _, value := range v[name] {
 			out = append(out, hiddenField{Name: name, Value: value})
 		}
@@ -129,27 +135,25 @@ func hiddenFields(v url.Values) []hiddenField {
 
 func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := failuresPage{States: store.States, Temps: temporalities, Here: r.URL.RequestURI()}
-	f, err := ParseFilter(q)
+	p := failuresPage{States: store.States, Temps: temporalities, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk()}
+	f, err := operator.ParseFilter(q)
 	if err != nil {
-		p.Form = newFilterForm(Filter{})
-		p.Error = strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")
-		h.render(w, r, http.StatusBadRequest, "failures", "Failures", p)
+		h.inputError(w, r, err, func(msg string) {
+			p.Form, p.Error = newFilterForm(store.Filter{}), msg
+			h.render(w, r, http.StatusBadRequest, "failures", "Failures", p)
+		})
 		return
 	}
 	p.Form = newFilterForm(f)
-	fv := f.Values()
-	p.Filtered = len(fv) > 0
-	p.Hidden = hiddenFields(fv)
+	p.Filtered = !f.IsZero()
+	p.Hidden = hiddenFields(f)
 	cursor := q.Get(paramCursor)
-	page, err := h.cfg.Backend.ListFailures(r.Context(), ListQuery{Filter: f, Cursor: cursor, Limit: h.cfg.PageSize})
-	switch {
-	case errors.Is(err, ErrInvalid):
-		p.Error = strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")
-		h.render(w, r, http.StatusBadRequest, "failures", "Failures", p)
-		return
-	case err != nil:
-		h.serverError(w, r, "list failures", err)
+	page, err := h.core.ListFailures(r.Context(), operator.ListRequest{Filter: f, Order: store.NewestFirst, Limit: h.cfg.PageSize, Cursor: cursor})
+	if err != nil {
+		h.inputError(w, r, err, func(msg string) {
+			p.Error = msg
+			h.render(w, r, http.StatusBadRequest, "failures", "Failures", p)
+		})
 		return
 	}
 	p.Rows = page.Items
@@ -157,16 +161,27 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 		p.First = filterLink(f)
 	}
 	if page.Next != "" {
-		nv := f.Values()
+		nv := operator.FilterValues(f)
 		nv.Set(paramCursor, page.Next)
 		p.Next = "/failures?" + nv.Encode()
 	}
 	h.render(w, r, http.StatusOK, "failures", "Failures", p)
 }
 
+// inputError answers a request that the core refused: a client's mistake (*operator.InputError)
+// goes to show, with its text; anything else is a server error.
+func (h *handler) inputError(w http.ResponseWriter, r *http.Request, err error, show func(msg string)) {
+	var ie *operator.InputError
+	if errors.As(err, &ie) {
+		show(ie.Error())
+		return
+	}
+	h.serverError(w, r, "request", err)
+}
+
 // failurePage is the data of a failure's detail page.
 type failurePage struct {
-	F          *FailureDetail
+	F          *operator.FailureView
 	Value      bytesView
 	Key        bytesView
 	Headers    []headerView
@@ -182,68 +197,62 @@ func (h *handler) getFailure(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
 		return
 	}
-	d, ok := h.loadFailure(w, r, id)
-	if !ok {
-		return
-	}
-	max := h.cfg.MaxPayloadView
-	p := failurePage{
-		F:          d,
-		Value:      newBytesView(d.Value, false, max),
-		Key:        newBytesView(d.Key, d.Key == nil, max),
-		Actionable: d.State.Resendable(),
-		GroupLink:  filterLink(Filter{GroupID: d.GroupID}),
-	}
-	p.Value.addJSON(d.Value)
-	h.avro.view(d.Value, &p.Value)
-	p.DefaultTab = defaultTab(&p.Value)
-	for i, hd := range d.Headers {
-		p.Headers = append(p.Headers, headerView{Index: i, Name: textView([]byte(hd.Name)), Value: newBytesView(hd.Value, hd.Value == nil, max)})
-	}
-	h.render(w, r, http.StatusOK, "failure", "Failure "+d.ID.String(), p)
-}
-
-// loadFailure reads the failure with id, or answers the request with 404 or 500 and reports
-// false.
-func (h *handler) loadFailure(w http.ResponseWriter, r *http.Request, id uuid.UUID) (*FailureDetail, bool) {
-	d, err := h.cfg.Backend.Failure(r.Context(), id)
+	f, err := h.core.Failure(r.Context(), id)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, operator.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
-		return nil, false
+		return
 	case err != nil:
 		h.serverError(w, r, "get failure", err)
-		return nil, false
+		return
 	}
-	return d, true
+	limit := h.cfg.MaxPayloadView
+	p := failurePage{
+		F:          f,
+		Value:      newBytesView(f.Value, false, limit),
+		Key:        newBytesView(f.Key, f.Key == nil, limit),
+		Actionable: f.State.Resendable(),
+		GroupLink:  filterLink(store.Filter{GroupID: f.GroupID}),
+	}
+	p.Value.addJSON(f.Value)
+	p.Value.addAvro(h.core.DecodeAvro(f.Topic, operator.PartValue, f.Value))
+	p.DefaultTab = defaultTab(&p.Value)
+	for i, hd := range f.Headers {
+		p.Headers = append(p.Headers, headerView{Index: i, Name: textView([]byte(hd.Name)), Value: newBytesView(hd.Value, hd.Value == nil, limit)})
+	}
+	h.render(w, r, http.StatusOK, "failure", "Failure "+f.ID.String(), p)
 }
 
 // getPayload sends a failure's key or value, whole, as a download.
 func (h *handler) getPayload(w http.ResponseWriter, r *http.Request) {
-	part := r.PathValue("part")
 	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil || (part != "key" && part != "value") {
+	if err != nil {
 		h.renderError(w, r, http.StatusNotFound, "There is no page here.")
 		return
 	}
-	d, ok := h.loadFailure(w, r, id)
-	if !ok {
+	part, err := operator.ParsePart("part", r.PathValue("part"))
+	if err != nil || r.PathValue("part") == "" {
+		h.renderError(w, r, http.StatusNotFound, "There is no page here.")
 		return
 	}
-	b := d.Value
-	if part == "key" {
-		if d.Key == nil {
-			h.renderError(w, r, http.StatusNotFound, "The key of this failure is null.")
-			return
-		}
-		b = d.Key
+	p, err := h.core.Payload(r.Context(), id, part)
+	switch {
+	case errors.Is(err, operator.ErrNotFound):
+		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
+		return
+	case errors.Is(err, operator.ErrNullPart):
+		h.renderError(w, r, http.StatusNotFound, "The key of this failure is null.")
+		return
+	case err != nil:
+		h.serverError(w, r, "get payload", err)
+		return
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", "application/octet-stream")
-	hd.Set("Content-Disposition", `attachment; filename="`+id.String()+"-"+part+`.bin"`)
-	hd.Set("Content-Length", strconv.Itoa(len(b)))
+	hd.Set("Content-Disposition", `attachment; filename="`+id.String()+"-"+string(part)+`.bin"`)
+	hd.Set("Content-Length", strconv.Itoa(len(p.Bytes)))
 	hd.Set("Cache-Control", "no-store")
-	_, _ = w.Write(b)
+	_, _ = w.Write(p.Bytes)
 }
 
 // groupsPage is the data of the group list.
@@ -255,7 +264,7 @@ type groupsPage struct {
 }
 
 type groupRow struct {
-	Group
+	store.Group
 	Link string
 	Here string
 }
@@ -263,20 +272,16 @@ type groupRow struct {
 func (h *handler) getGroups(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	cursor := q.Get(paramCursor)
-	page, err := h.cfg.Backend.ListGroups(r.Context(), GroupQuery{Cursor: cursor, Limit: h.cfg.PageSize})
-	switch {
-	case errors.Is(err, ErrInvalid):
-		h.renderError(w, r, http.StatusBadRequest, "This page address is not valid.")
-		return
-	case err != nil:
-		h.serverError(w, r, "list groups", err)
+	page, err := h.core.ListGroups(r.Context(), operator.GroupListRequest{Limit: h.cfg.PageSize, Cursor: cursor})
+	if err != nil {
+		h.inputError(w, r, err, func(msg string) { h.renderError(w, r, http.StatusBadRequest, "This page address is not valid: "+msg) })
 		return
 	}
 	p := groupsPage{}
 	p.Updated, _ = strconv.ParseInt(q.Get("updated"), 10, 64)
 	here := r.URL.RequestURI()
 	for _, g := range page.Items {
-		p.Groups = append(p.Groups, groupRow{Group: g, Link: filterLink(Filter{GroupID: g.ID}), Here: here})
+		p.Groups = append(p.Groups, groupRow{Group: g, Link: filterLink(store.Filter{GroupID: g.ID}), Here: here})
 	}
 	if cursor != "" {
 		p.First = "/groups"

@@ -3,10 +3,14 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/redrive/redrive/avro"
 )
 
 // bytesView shows a key, value or header value honestly: as hex, as text with every byte that
@@ -27,8 +31,8 @@ type bytesView struct {
 	// JSON is the value pretty-printed when it is a JSON document; JSONNote says why not.
 	JSON     []textSeg
 	JSONNote string
-	// Avro is the value decoded with a known schema, as JSON; AvroNote says how (the framing
-	// and schema) or why not.
+	// Avro is the value decoded with its writer schema, as JSON; AvroNote says how (the
+	// framing and schema) or why not.
 	Avro     []textSeg
 	AvroNote string
 }
@@ -80,13 +84,18 @@ func (s textSeg) bytes() int {
 	}
 	n := 0
 	for i := 0; i < len(s.S); i++ {
-		if s.S[i] == '\\' {
-			if s.S[i+1] == 'x' {
-				n++ // \xNN is one byte
-			} else {
-				r, _ := strconv.ParseUint(s.S[i+2:i+6], 16, 32)
-				n += utf8.RuneLen(rune(r)) // \uNNNN is one code point
-			}
+		if s.S[i] != '\\' {
+			continue
+		}
+		switch s.S[i+1] {
+		case 'x':
+			n++ // \xNN is one byte
+		case 'u':
+			r, _ := strconv.ParseUint(s.S[i+2:i+6], 16, 32)
+			n += utf8.RuneLen(rune(r)) // \uNNNN is one code point
+		case 'U':
+			r, _ := strconv.ParseUint(s.S[i+2:i+10], 16, 32)
+			n += utf8.RuneLen(rune(r)) // \UNNNNNNNN is one code point
 		}
 	}
 	return n
@@ -111,6 +120,38 @@ func (v *bytesView) addJSON(b []byte) {
 		}
 		v.JSON = textView(out.Bytes())
 	}
+}
+
+// addAvro fills the Avro view from the operator core's decoding of the value: the datum, or
+// the decoder's reason why there is none.
+func (v *bytesView) addAvro(d *avro.DecodedPayload, err error) {
+	var pe *avro.PayloadError
+	switch {
+	case errors.As(err, &pe):
+		v.AvroNote = sentence(pe.Error())
+	case err != nil:
+		v.AvroNote = "The value could not be decoded as Avro."
+	default:
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, d.JSON, "", "  ") != nil {
+			pretty.Reset()
+			pretty.Write(d.JSON)
+		}
+		v.Avro, v.AvroNote = textView(pretty.Bytes()), "Decoded from "+d.Describe()+"."
+	}
+}
+
+// sentence capitalizes s and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	s = string(unicode.ToUpper(r)) + s[n:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
 }
 
 // hexDump renders b 16 bytes a line: offset, hex (a gap after 8 bytes), and the bytes 0x20 to
@@ -166,7 +207,7 @@ func hexText(lines []hexLine) string {
 
 // textView renders b as text: valid printable UTF-8 as itself (with newlines and tabs), a byte
 // that is not valid UTF-8 or is a control character as \xNN, and a code point that would hide
-// or reorder text (C1 controls, zero-width and bidirectional formatting characters) as \uNNNN.
+// or reorder text (see hiddenRune) as \uNNNN, or \UNNNNNNNN beyond the first plane.
 func textView(b []byte) []textSeg {
 	const digits = "0123456789abcdef"
 	var segs []textSeg
@@ -192,6 +233,9 @@ func textView(b []byte) []textSeg {
 			run.WriteString(`\x`)
 			run.WriteByte(digits[b[i]>>4])
 			run.WriteByte(digits[b[i]&0xf])
+		case hiddenRune(r) && r > 0xffff:
+			mode(true)
+			fmt.Fprintf(&run, `\U%08x`, r)
 		case hiddenRune(r):
 			mode(true)
 			fmt.Fprintf(&run, `\u%04x`, r)
@@ -203,26 +247,6 @@ func textView(b []byte) []textSeg {
 	}
 	flush()
 	return segs
-}
-
-// hiddenRune reports whether r is a code point that a reader would not see, or that changes
-// how the text around it is displayed.
-func hiddenRune(r rune) bool {
-	switch {
-	case r >= 0x80 && r < 0xa0: // C1 controls
-		return true
-	case r == 0xad, r == 0x061c, r == 0x180e: // soft hyphen, Arabic letter mark, Mongolian vowel separator
-		return true
-	case r >= 0x200b && r <= 0x200f: // zero-width space/joiners, LRM, RLM
-		return true
-	case r >= 0x2028 && r <= 0x202e: // line/paragraph separators, bidi embeddings and overrides
-		return true
-	case r >= 0x2060 && r <= 0x206f: // word joiner, invisible operators, bidi isolates
-		return true
-	case r == 0xfeff, r >= 0xfff9 && r <= 0xfffb: // BOM, interlinear annotations
-		return true
-	}
-	return false
 }
 
 // headerView is one header of the failed record.

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/linkedin/goavro/v2"
-
 	"github.com/redrive/redrive/avro"
 )
 
@@ -55,6 +53,7 @@ func TestTextView(t *testing.T) {
 		{"invalid UTF-8", "ok\xff\xfe\xc3", "ok[\\xff\\xfe\\xc3]"},
 		{"bidi override", "user\u202etxt.exe", "user[\\u202e]txt.exe"},
 		{"zero width and BOM", "a\u200bb\ufeff", "a[\\u200b]b[\\ufeff]"},
+		{"bidi isolate and tag", "a\u2066b\U000e0041", "a[\\u2066]b[\\U000e0041]"},
 		{"C1 control", "a\u0085b", "a[\\u0085]b"},
 		{"replacement character kept", "a\ufffdb", "a\ufffdb"},
 		{"script", "<script>", "<script>"},
@@ -92,8 +91,8 @@ func TestBytesView(t *testing.T) {
 	if v := newBytesView(noise, false, len(noise)); len(v.Text) != maxTextSegs || v.TextShown != maxTextSegs || v.Shown != len(noise) {
 		t.Errorf("noise: %d text runs for %d bytes", len(v.Text), v.TextShown)
 	}
-	if got := (textSeg{S: `\x00\u202e\xff`, Esc: true}).bytes(); got != 5 {
-		t.Errorf("escape run stands for %d bytes, want 5", got)
+	if got := (textSeg{S: `\x00\u202e\xff\U000e0041`, Esc: true}).bytes(); got != 9 {
+		t.Errorf("escape run stands for %d bytes, want 9", got)
 	}
 	if tab := defaultTab(&bytesView{Shown: 8, Text: textView([]byte("\x00\x01\x02\x03abcd"))}); tab != "hex" {
 		t.Errorf("mostly binary value opens the %s view", tab)
@@ -105,20 +104,13 @@ func TestBytesView(t *testing.T) {
 
 func TestAvroView(t *testing.T) {
 	t.Parallel()
-	v, err := newAvroViewer(nil, []string{paymentSchema})
+	dec, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Schemas: []string{paymentSchema}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := goavro.NewCodec(paymentSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	single, err := c.SingleFromNative(nil, map[string]any{"id": "p1", "amount_cents": int64(5), "currency": "EUR"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	single := paymentValue(t, "p1", 5, "EUR")
 	var bv bytesView
-	v.view(single, &bv)
+	bv.addAvro(dec.Decode("payments", "value", single))
 	if !strings.Contains(segText(bv.Avro), `"currency": "EUR"`) || !strings.Contains(bv.AvroNote, "single-object") {
 		t.Fatalf("decoded %q (%s)", segText(bv.Avro), bv.AvroNote)
 	}
@@ -128,20 +120,47 @@ func TestAvroView(t *testing.T) {
 		note string
 	}{
 		"truncated":       {single[:len(single)-2], "does not decode"},
+		"missing field":   {append(append([]byte{}, single[:10]...), 0x02, 'p', 0xfe, 0xff, 0xff, 0xff, 0x0f), "does not decode"},
 		"unknown schema":  {append([]byte{0xc3, 0x01, 1, 2, 3, 4, 5, 6, 7, 8}, single[10:]...), "not among the configured schemas"},
 		"confluent":       {[]byte{0, 0, 0, 0, 7, 2}, "no schema registry"},
 		"not avro":        {[]byte(`{"a":1}`), "not framed as Avro"},
-		"missing field":   {append(append([]byte{}, single[:10]...), 0x02, 'p', 0xfe, 0xff, 0xff, 0xff, 0x0f), "does not decode"},
 		"trailing bytes":  {append(append([]byte{}, single...), 0), "does not decode"},
 		"empty framing":   {[]byte{0xc3, 0x01}, "not framed as Avro"},
 		"event as record": {mustEncodeEvent(t), "Decoded"},
 	} {
 		var bv bytesView
-		v.view(tc.in, &bv)
-		if !strings.Contains(bv.AvroNote, tc.note) {
+		bv.addAvro(dec.Decode("payments", "value", tc.in))
+		if !strings.Contains(bv.AvroNote, tc.note) || !strings.HasSuffix(bv.AvroNote, ".") {
 			t.Errorf("%s: note %q, want %q", name, bv.AvroNote, tc.note)
 		}
+		if (bv.Avro != nil) != (tc.note == "Decoded") {
+			t.Errorf("%s: Avro view %q", name, segText(bv.Avro))
+		}
 	}
+}
+
+// paymentValue returns a PaymentCaptured record (paymentSchema) in Avro single-object encoding.
+func paymentValue(t testing.TB, id string, cents int64, currency string) []byte {
+	t.Helper()
+	sc, err := avro.CompileSchema(paymentSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := sc.Fingerprint()
+	b := append([]byte{0xc3, 0x01}, fp[:]...)
+	long := func(v int64) {
+		u := uint64(v<<1) ^ uint64(v>>63) // zig-zag
+		for u >= 0x80 {
+			b = append(b, byte(u)|0x80)
+			u >>= 7
+		}
+		b = append(b, byte(u))
+	}
+	str := func(s string) { long(int64(len(s))); b = append(b, s...) }
+	str(id)
+	long(cents)
+	str(currency)
+	return b
 }
 
 // mustEncodeEvent returns an MPFE in single-object encoding: redrive's own schemas are known.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive/auth"
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
@@ -61,15 +63,19 @@ type view struct {
 	Title   string
 	Section string
 	// User is the signed-in principal; Signed is false on the login and some error pages.
-	User     Principal
-	Signed   bool
-	ViaProxy bool
+	User   auth.Principal
+	Signed bool
+	// Ambient is true when the principal came with the request (a trusted proxy's user):
+	// there is no sign-out.
+	Ambient bool
 	// CSRF is the session's token for the forms' hidden field.
 	CSRF string
-	// CanAct is true when the user may retry, close and edit groups.
-	CanAct bool
-	Now    time.Time
-	Data   any
+	// CanAct is true when the user may retry, close and edit groups; CanRetry when this
+	// server also resends.
+	CanAct   bool
+	CanRetry bool
+	Now      time.Time
+	Data     any
 }
 
 // render executes page with data into a buffer first, so that a template error becomes a
@@ -81,9 +87,10 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 		Section:  page,
 		User:     s.principal,
 		Signed:   s.authed,
-		ViaProxy: s.viaProxy,
+		Ambient:  s.ambient,
 		CSRF:     s.csrf,
-		CanAct:   s.authed && s.principal.Role >= RoleOperator,
+		CanAct:   s.authed && s.principal.Role.Allows(auth.RoleOperator),
+		CanRetry: h.core.CanRetry(),
 		Now:      h.cfg.Now(),
 		Data:     data,
 	}
@@ -104,11 +111,20 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, pag
 // errorPage is the data of the error page.
 type errorPage struct {
 	Message string
+	// NoSignIn hides the sign-in link, for a request that signing in cannot help.
+	NoSignIn bool
 }
 
 // renderError shows msg, which must be safe for the user to read.
 func (h *handler) renderError(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	h.render(w, r, status, "error", http.StatusText(status), errorPage{Message: msg})
+}
+
+// renderRefusedIdentity answers a request whose ambient identity (a trusted proxy's user
+// header) is unusable: 401, and no way in but fixing the proxy.
+func (h *handler) renderRefusedIdentity(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusUnauthorized, "error", http.StatusText(http.StatusUnauthorized), errorPage{NoSignIn: true,
+		Message: "The authenticating proxy in front of redrive sent no usable user name, so this request cannot be attributed to anyone. Ask its administrator to check the proxy's user header."})
 }
 
 // serverError logs err and shows a generic message: internal error text never reaches the page.
@@ -140,14 +156,15 @@ var funcs = template.FuncMap{
 	},
 	"isTime":    func(v any) bool { _, ok := asTime(v); return ok },
 	"ticketURL": ticketURL,
+	"visible":   visible,
 	"stateClass": func(s store.State) string {
 		return "state state-" + strings.ToLower(strings.ReplaceAll(string(s), "_", "-"))
 	},
 	"bytes":        byteSize,
 	"add":          func(a, b int) int { return a + b },
-	"maxReasonLen": func() int { return maxReasonLen },
-	"maxTicketLen": func() int { return maxTicketLen },
-	"maxNoteLen":   func() int { return maxNoteLen },
+	"maxReasonLen": func() int { return operator.MaxReasonLen },
+	"maxTicketLen": func() int { return store.MaxTicketLen },
+	"maxNoteLen":   func() int { return store.MaxNoteLen },
 	"pct": func(part, whole int64) string {
 		if whole == 0 {
 			return "0"
@@ -169,9 +186,13 @@ func asTime(v any) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// ticketURL returns ticket when it is an http or https address, to be shown as a link.
-func ticketURL(ticket string) string {
-	u, err := url.Parse(ticket)
+// ticketURL returns a group's ticket when it is an http or https address without invisible
+// or reordering characters, to be shown as a link; "" otherwise.
+func ticketURL(ticket *string) string {
+	if ticket == nil || visible(*ticket) != *ticket {
+		return ""
+	}
+	u, err := url.Parse(*ticket)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return ""
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/linkedin/goavro/v2"
 
-	"github.com/redrive/redrive/api"
+	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/intake"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/store"
 )
@@ -37,7 +37,8 @@ const (
 	svcTokens        = "olivia:operator:" + svcOperatorToken + ",victor:viewer:" + svcViewerToken
 )
 
-// paymentSchema is the Avro schema of the payments topic's records, known to the UI.
+// paymentSchema is the Avro schema of the payments topic's records, known to the core's
+// payload decoder.
 const paymentSchema = `{"type":"record","name":"PaymentCaptured","namespace":"com.example.payments","fields":[
 	{"name":"id","type":"string"},{"name":"amount_cents","type":"long"},{"name":"currency","type":"string"}]}`
 
@@ -118,19 +119,23 @@ func newService(t *testing.T) *service {
 		}
 	})
 
-	tokens, err := api.ParseTokens(svcTokens)
+	tokens, err := auth.ParseTokens(svcTokens)
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := api.NewAuthenticator(api.AuthConfig{Tokens: tokens})
+	a, err := auth.NewAuthenticator(auth.Config{Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := NewStoreBackend(StoreBackendConfig{Store: s.store, Resender: s.sched.Resender()})
+	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Schemas: []string{paymentSchema}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Config{Backend: backend, Auth: APIAuthenticator(auth), Schemas: []string{paymentSchema}, Logger: logger})
+	core, err := operator.New(operator.Config{Store: s.store, Resender: s.sched.Resender(), Payloads: payloads, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Core: core, Auth: a, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,14 +170,7 @@ func newEvent(topic string, offset int64, service, code string, t avro.Temporali
 func (s *service) seedAll() {
 	t := s.t
 	t.Helper()
-	pay, err := goavro.NewCodec(paymentSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	avroValue, err := pay.SingleFromNative(nil, map[string]any{"id": "pay-7", "amount_cents": int64(1999), "currency": "CHF"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	avroValue := paymentValue(t, "pay-7", 1999, "CHF")
 	binary := append([]byte{0x00, 0x01, 0x02, 0x1b, 0x7f, 0xff, 0xfe}, []byte("card=4111\r\n\u202eevil")...)
 	jsonHeaders := []avro.Header{
 		{Name: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")},
@@ -247,10 +245,11 @@ func (s *service) seedAll() {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after 30 seconds.
+// waitFor polls cond until it holds, failing the test after 2 minutes (a generous bound: a
+// loaded machine is slow, and the deadline only matters when cond never holds).
 func (s *service) waitFor(what string, cond func() bool) {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			s.t.Fatalf("timed out waiting for %s", what)

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
+	"github.com/redrive/redrive/auth"
+	"github.com/redrive/redrive/operator"
+	"github.com/redrive/redrive/store"
 )
 
 // The embedded templates and static files.
@@ -24,10 +26,14 @@ var (
 
 // Config configures the UI handler. A zero field means the documented default.
 type Config struct {
-	// Backend serves the pages' queries and actions. Required.
-	Backend Backend
-	// Auth verifies API tokens and trusted-proxy identities. Required.
-	Auth Authenticator
+	// Core serves every query and action of the pages: the one operator core that the REST
+	// API uses too, so that both follow the same rules (filters, bulk cap, reasons, audit).
+	// Required.
+	Core *operator.Core
+	// Auth finds the principal of a request: a trusted proxy's user (or the anonymous admin
+	// of an unauthenticated demo), else the API token entered at sign-in. The API shares it.
+	// Required.
+	Auth *auth.Authenticator
 	// SessionKey is the HMAC key of the CSRF tokens, at least 32 bytes. Every instance behind
 	// one load balancer needs the same key. Defaults to a random key: a form rendered by one
 	// instance is then refused by another, and by this one after a restart.
@@ -37,9 +43,6 @@ type Config struct {
 	SecureCookies bool
 	// PageSize is the number of rows of a failure or group page. Defaults to 50, at most 500.
 	PageSize int
-	// MaxBulk bounds the failures that one action on "all matching the filter" applies to,
-	// oldest first. Defaults to 1000.
-	MaxBulk int
 	// ChartWindow is the time span of the overview chart. Defaults to 24h.
 	ChartWindow time.Duration
 	// ChartBuckets is the number of bars of the overview chart. Defaults to 24.
@@ -47,11 +50,6 @@ type Config struct {
 	// MaxPayloadView bounds the bytes of a key, value or header shown in the hex and text
 	// views; longer ones are cut (with a notice) and can be downloaded whole. Defaults to 64 KiB.
 	MaxPayloadView int
-	// Registry, when set, resolves the schema ids of Confluent-framed payloads for the Avro view.
-	Registry schemaregistry.Client
-	// Schemas are Avro schemas (JSON) that the Avro view tries on single-object encoded
-	// payloads, by fingerprint. redrive's own event and key schemas are always known.
-	Schemas []string
 	// Logger receives the handler's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -61,18 +59,16 @@ type Config struct {
 // Defaults of Config.
 const (
 	DefaultPageSize       = 50
-	DefaultMaxBulk        = 1000
 	DefaultChartWindow    = 24 * time.Hour
 	DefaultChartBuckets   = 24
 	DefaultMaxPayloadView = 64 << 10
-	maxPageSize           = 500
 )
 
 func (c Config) withDefaults() (Config, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("invalid config: "+format, args...)) }
-	if c.Backend == nil {
-		bad("Backend is required")
+	if c.Core == nil {
+		bad("Core is required")
 	}
 	if c.Auth == nil {
 		bad("Auth is required")
@@ -87,14 +83,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PageSize == 0 {
 		c.PageSize = DefaultPageSize
 	}
-	if c.PageSize < 1 || c.PageSize > maxPageSize {
-		bad("PageSize %d is not between 1 and %d", c.PageSize, maxPageSize)
-	}
-	if c.MaxBulk == 0 {
-		c.MaxBulk = DefaultMaxBulk
-	}
-	if c.MaxBulk < 1 {
-		bad("MaxBulk %d is not positive", c.MaxBulk)
+	if c.PageSize < 1 || c.PageSize > store.MaxListLimit {
+		bad("PageSize %d is not between 1 and %d", c.PageSize, store.MaxListLimit)
 	}
 	if c.ChartWindow == 0 {
 		c.ChartWindow = DefaultChartWindow
@@ -126,8 +116,8 @@ func (c Config) withDefaults() (Config, error) {
 // handler serves the UI.
 type handler struct {
 	cfg    Config
+	core   *operator.Core
 	pages  *pages
-	avro   *avroViewer
 	static http.Handler
 	mux    *http.ServeMux
 	// session is mux behind the session middleware.
@@ -145,15 +135,11 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse templates: %w", err)
 	}
-	av, err := newAvroViewer(cfg.Registry, cfg.Schemas)
-	if err != nil {
-		return nil, fmt.Errorf("invalid config: Schemas: %w", err)
-	}
 	sub, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		return nil, fmt.Errorf("static files: %w", err)
 	}
-	h := &handler{cfg: cfg, pages: p, avro: av, static: http.FileServerFS(sub), mux: http.NewServeMux()}
+	h := &handler{cfg: cfg, core: cfg.Core, pages: p, static: http.FileServerFS(sub), mux: http.NewServeMux()}
 	h.routes()
 	h.session = h.withSession(h.mux)
 	return h, nil
@@ -166,15 +152,15 @@ func (h *handler) routes() {
 	m.HandleFunc("POST /login", h.postLogin)
 	m.HandleFunc("POST /logout", h.postLogout)
 
-	m.HandleFunc("GET /{$}", h.requireRole(RoleViewer, h.getOverview))
-	m.HandleFunc("GET /failures", h.requireRole(RoleViewer, h.getFailures))
-	m.HandleFunc("GET /failures/{id}", h.requireRole(RoleViewer, h.getFailure))
-	m.HandleFunc("GET /failures/{id}/{part}", h.requireRole(RoleViewer, h.getPayload))
-	m.HandleFunc("POST /failures/confirm", h.requireRole(RoleOperator, h.postConfirm))
-	m.HandleFunc("POST /failures/retry", h.requireRole(RoleOperator, h.postRetry))
-	m.HandleFunc("POST /failures/close", h.requireRole(RoleOperator, h.postClose))
-	m.HandleFunc("GET /groups", h.requireRole(RoleViewer, h.getGroups))
-	m.HandleFunc("POST /groups/{id}", h.requireRole(RoleOperator, h.postGroup))
+	m.HandleFunc("GET /{$}", h.requireRole(auth.RoleViewer, h.getOverview))
+	m.HandleFunc("GET /failures", h.requireRole(auth.RoleViewer, h.getFailures))
+	m.HandleFunc("GET /failures/{id}", h.requireRole(auth.RoleViewer, h.getFailure))
+	m.HandleFunc("GET /failures/{id}/{part}", h.requireRole(auth.RoleViewer, h.getPayload))
+	m.HandleFunc("POST /failures/confirm", h.requireRole(auth.RoleOperator, h.postConfirm))
+	m.HandleFunc("POST /failures/retry", h.requireRole(auth.RoleOperator, h.postRetry))
+	m.HandleFunc("POST /failures/close", h.requireRole(auth.RoleOperator, h.postClose))
+	m.HandleFunc("GET /groups", h.requireRole(auth.RoleViewer, h.getGroups))
+	m.HandleFunc("POST /groups/{id}", h.requireRole(auth.RoleOperator, h.postGroup))
 	m.HandleFunc("/", h.notFound)
 }
 

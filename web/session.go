@@ -11,43 +11,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/redrive/redrive/api"
+	"github.com/redrive/redrive/auth"
 )
-
-// Role is what a principal may do: the API's roles, ordered so that each includes the ones
-// before it.
-type Role = api.Role
-
-// The roles.
-const (
-	// RoleViewer may browse.
-	RoleViewer = api.RoleViewer
-	// RoleOperator may also retry and close failures and edit groups.
-	RoleOperator = api.RoleOperator
-	// RoleAdmin may do everything.
-	RoleAdmin = api.RoleAdmin
-)
-
-// Principal is an authenticated user or API client.
-type Principal struct {
-	Name string
-	Role Role
-}
-
-// ErrUnauthenticated means a token or proxy identity is unknown or not valid.
-var ErrUnauthenticated = errors.New("unauthenticated")
-
-// Authenticator verifies who makes a request. The API's token store and trusted-proxy
-// configuration implement it, so that the UI and the API accept the same identities.
-type Authenticator interface {
-	// Token returns the principal of an API token, or an error wrapping ErrUnauthenticated
-	// when the token is unknown or revoked.
-	Token(ctx context.Context, token string) (Principal, error)
-	// Proxy returns the principal named by a trusted proxy's headers. ok is false when the
-	// request does not come from a trusted proxy (or proxy mode is off); an error wrapping
-	// ErrUnauthenticated means it does but names no valid principal.
-	Proxy(r *http.Request) (p Principal, ok bool, err error)
-}
 
 // Cookie names.
 const (
@@ -66,10 +31,12 @@ type sessionKey struct{}
 type session struct {
 	id        string
 	csrf      string
-	principal Principal
-	// authed is true when principal is set (by token or proxy); viaProxy when by proxy.
-	authed   bool
-	viaProxy bool
+	principal auth.Principal
+	// authed is true when principal is set; ambient when it came with the request itself (a
+	// trusted proxy's user, or the anonymous admin of an unauthenticated demo) rather than
+	// from the token entered at sign-in, so that there is nothing to sign out of.
+	authed  bool
+	ambient bool
 }
 
 func sessionFrom(ctx context.Context) *session {
@@ -120,19 +87,28 @@ func (h *handler) withSession(next http.Handler) http.Handler {
 		}
 		s.csrf = h.csrfToken(s.id)
 
-		p, ok, err := h.cfg.Auth.Proxy(r)
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, s))
+
+		p, ok, err := h.cfg.Auth.Ambient(r)
+		if err == nil && ok && strings.TrimSpace(p.Name) == "" {
+			err = errors.New("the principal has no name") // every audit entry names who acted
+		}
 		switch {
-		case ok && err == nil:
-			s.principal, s.authed, s.viaProxy = p, true, true
+		case err != nil:
+			// A trusted proxy vouches for a user it cannot name: no session, whatever else
+			// the request carries.
+			h.cfg.Logger.Warn("web: the trusted proxy's identity is refused", "error", err)
+			h.renderRefusedIdentity(w, r)
+			return
 		case ok:
-			h.cfg.Logger.Info("web: trusted proxy identity refused", "error", err)
+			s.principal, s.authed, s.ambient = p, true, true
 		default:
 			if token := tokenFromCookie(r); token != "" {
-				p, err := h.cfg.Auth.Token(r.Context(), token)
+				p, err := h.cfg.Auth.Token(token)
 				switch {
 				case err == nil:
 					s.principal, s.authed = p, true
-				case errors.Is(err, ErrUnauthenticated):
+				case errors.Is(err, auth.ErrUnauthenticated):
 					http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))
 				default:
 					h.serverError(w, r, "authenticate", err)
@@ -140,7 +116,7 @@ func (h *handler) withSession(next http.Handler) http.Handler {
 				}
 			}
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -186,7 +162,7 @@ func (h *handler) checkCSRF(r *http.Request) bool {
 
 // requireRole wraps a handler that needs an authenticated principal with at least role: a
 // browsing request without one goes to the login page; a POST needs a valid CSRF token too.
-func (h *handler) requireRole(role Role, next http.HandlerFunc) http.HandlerFunc {
+func (h *handler) requireRole(role auth.Role, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s := sessionFrom(r.Context())
 		if !s.authed {
@@ -208,7 +184,7 @@ func (h *handler) requireRole(role Role, next http.HandlerFunc) http.HandlerFunc
 				return
 			}
 		}
-		if s.principal.Role < role {
+		if !s.principal.Role.Allows(role) {
 			h.renderError(w, r, http.StatusForbidden, "Your role ("+s.principal.Role.String()+") does not allow this action.")
 			return
 		}
@@ -250,8 +226,8 @@ func (h *handler) postLogin(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusBadRequest, "login", "Sign in", loginForm{Next: next, Error: "Enter an API token."})
 		return
 	}
-	p, err := h.cfg.Auth.Token(r.Context(), token)
-	if errors.Is(err, ErrUnauthenticated) {
+	p, err := h.cfg.Auth.Token(token)
+	if errors.Is(err, auth.ErrUnauthenticated) {
 		h.cfg.Logger.Info("web: login refused")
 		h.render(w, r, http.StatusUnauthorized, "login", "Sign in", loginForm{Next: next, Error: "This token is not valid."})
 		return
