@@ -121,6 +121,8 @@ type FailureView struct {
 	KeyType, ValueType string
 	// Masked says that the masking rules changed what is shown.
 	Masked bool
+	// original is the stored value, for views that decode it before masking.
+	original []byte
 }
 
 // HiddenReason is why a reader without the payload permission sees no payload.
@@ -177,6 +179,7 @@ func (c *Core) Failure(ctx context.Context, id uuid.UUID, reader Reader) (*Failu
 		return v, nil
 	}
 	var mv, mh bool
+	v.original = d.Value
 	f.Value, mv = c.cfg.Masking.Value(d.Topic, d.Value)
 	f.Headers, mh = c.cfg.Masking.Headers(d.Topic, d.Headers)
 	v.Masked = mv || mh
@@ -276,6 +279,15 @@ func (c *Core) loadPayload(ctx context.Context, id uuid.UUID, part Part, reader 
 		p.Bytes, p.Masked = c.cfg.Masking.Value(d.Topic, d.Value)
 	}
 	return p, nil
+}
+
+// DecodeFailureAvro decodes the value of a failure's view as DecodeAvro does (masked); a view
+// whose payload is hidden gets an error wrapping ErrPayloadForbidden.
+func (c *Core) DecodeFailureAvro(v *FailureView) (*avro.DecodedPayload, error) {
+	if v.PayloadHidden != "" {
+		return nil, fmt.Errorf("%w: %s", ErrPayloadForbidden, HiddenReason)
+	}
+	return c.DecodeAvro(&Payload{ID: v.ID, Topic: v.Topic, Part: PartValue, original: v.original})
 }
 
 // DecodeAvro decodes p framed as Avro with its writer schema (see avro.PayloadDecoder) and

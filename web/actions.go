@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -42,7 +43,7 @@ func readActionForm(r *http.Request, act operator.Action) (actionForm, error) {
 	for _, s := range r.PostForm["id"] {
 		id, err := uuid.Parse(s)
 		if err != nil {
-			return a, &operator.InputError{Field: "id", Detail: "the selection holds an id that is not valid: " + operator.Quote(s)}
+			return a, &operator.InputError{Field: "id", Detail: "the selection holds an id that is not valid: " + clip.Text(s, clip.Default)}
 		}
 		a.IDs = append(a.IDs, id)
 	}

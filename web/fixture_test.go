@@ -30,6 +30,8 @@ import (
 const (
 	operatorToken = "operator-token-0123456789"
 	viewerToken   = "viewer-token-0123456789ab"
+	// noPayloadToken is a viewer without the payload permission.
+	noPayloadToken = "nopayload-token-0123456789"
 	// fixtureMaxBulk is the bulk cap of the fixture's core: small, so that a test can pass it.
 	fixtureMaxBulk = 2
 )
@@ -105,7 +107,8 @@ func newFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 	if f.core, err = operator.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := auth.ParseTokens("olivia:operator:" + operatorToken + ",victor:viewer:" + viewerToken)
+	tokens, err := auth.ParseTokens("olivia:operator+payload:" + operatorToken + ",victor:viewer+payload:" + viewerToken +
+		",nina:viewer:" + noPayloadToken)
 	if err != nil {
 		t.Fatal(err)
 	}

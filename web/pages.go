@@ -189,6 +189,16 @@ type failurePage struct {
 	GroupLink  string
 	// DefaultTab is the value view shown first: json, avro, text or hex.
 	DefaultTab string
+	// Hidden, when not empty, says why the payload is not shown (metadata only).
+	Hidden string
+	// Masked says that masking rules hide parts of the payload shown.
+	Masked bool
+}
+
+// reader is the request's principal as a reader of payloads.
+func reader(r *http.Request) operator.Reader {
+	p := sessionFrom(r.Context()).principal
+	return operator.Reader{Principal: p.Name, Payload: p.CanReadPayload()}
 }
 
 func (h *handler) getFailure(w http.ResponseWriter, r *http.Request) {
@@ -197,7 +207,7 @@ func (h *handler) getFailure(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
 		return
 	}
-	f, err := h.core.Failure(r.Context(), id)
+	f, err := h.core.Failure(r.Context(), id, reader(r))
 	switch {
 	case errors.Is(err, operator.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
@@ -214,11 +224,18 @@ func (h *handler) getFailure(w http.ResponseWriter, r *http.Request) {
 		Actionable: f.State.Resendable(),
 		GroupLink:  filterLink(store.Filter{GroupID: f.GroupID}),
 	}
-	p.Value.addJSON(f.Value)
-	p.Value.addAvro(h.core.DecodeAvro(f.Topic, operator.PartValue, f.Value))
-	p.DefaultTab = defaultTab(&p.Value)
+	p.Hidden, p.Masked = f.PayloadHidden, f.Masked
+	if p.Hidden == "" {
+		p.Value.addJSON(f.Value)
+		p.Value.addAvro(h.core.DecodeFailureAvro(f))
+		p.DefaultTab = defaultTab(&p.Value)
+	}
 	for i, hd := range f.Headers {
-		p.Headers = append(p.Headers, headerView{Index: i, Name: textView([]byte(hd.Name)), Value: newBytesView(hd.Value, hd.Value == nil, limit)})
+		hv := headerView{Index: i, Name: textView([]byte(hd.Name)), Value: newBytesView(hd.Value, hd.Value == nil, limit)}
+		if p.Hidden != "" {
+			hv.Value = bytesView{Null: f.HeaderSizes[i] < 0, Size: max(0, f.HeaderSizes[i])}
+		}
+		p.Headers = append(p.Headers, hv)
 	}
 	h.render(w, r, http.StatusOK, "failure", "Failure "+f.ID.String(), p)
 }
@@ -235,8 +252,11 @@ func (h *handler) getPayload(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusNotFound, "There is no page here.")
 		return
 	}
-	p, err := h.core.Payload(r.Context(), id, part)
+	p, err := h.core.Payload(r.Context(), id, part, reader(r), "download")
 	switch {
+	case errors.Is(err, operator.ErrPayloadForbidden):
+		h.renderError(w, r, http.StatusForbidden, "Your role does not include reading payloads: "+operator.HiddenReason+".")
+		return
 	case errors.Is(err, operator.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
 		return

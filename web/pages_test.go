@@ -256,3 +256,20 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("minimal config: %v", err)
 	}
 }
+
+// Without the payload permission the detail shows sizes and types and says why; the download
+// is refused.
+func TestDetailWithoutPayloadPermission(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.client()
+	c.login(noPayloadToken)
+	_, body := c.do("GET", "/failures/"+f.ids[1].String(), nil)
+	if !strings.Contains(body, `id="payload-hidden"`) || !strings.Contains(body, "needs the payload permission") ||
+		strings.Contains(body, "alert(1)") || strings.Contains(body, `id="view-hex"`) {
+		t.Errorf("detail without the payload permission shows the payload or no reason")
+	}
+	if resp, _ := c.do("GET", "/failures/"+f.ids[1].String()+"/value", nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("download without the payload permission = %d", resp.StatusCode)
+	}
+}
