@@ -31,9 +31,20 @@ type Failure struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Key       []byte // nil for a null key
-	Value     []byte
+	Key       []byte        // nil for a null key
+	Value     []byte        // nil for a null value (a tombstone, ValueNull)
 	Headers   []avro.Header // in order, duplicates kept; a nil Value is a null value
+	// ValueNull is true when the original value was null (a tombstone); a resend produces a
+	// null value.
+	ValueNull bool
+
+	// SourceFormat is the format of the topic the intake read the failure from.
+	SourceFormat SourceFormat
+	// SourceTopic, SourcePartition and SourceOffset locate the record the intake read (on the
+	// error topic or a foreign dead-letter topic); nil for rows stored before they were kept.
+	SourceTopic     *string
+	SourcePartition *int32
+	SourceOffset    *int64
 
 	// From the failed message's metadata, where known.
 	MessageID            *string
