@@ -158,7 +158,7 @@ func validateIncoming(i int, in Incoming) (string, error) {
 			return bad(fmt.Sprintf("headers[%d].name", j), "%s", err)
 		}
 	}
-	cm := CausingMessage(e, in.Headers)
+	cm := in.causingMessage()
 	if err := checkText(cm); err != "" {
 		return bad("causing message ("+avro.HeaderOrigin+" header)", "%s", err)
 	}
