@@ -482,7 +482,7 @@ func (s *Source) foreignIncoming(r *dltRecord, now time.Time) (store.Incoming, e
 	desc := strings.Join(details, "; ")
 	var trace, hash *string
 	if fi.stackTrace != "" {
-		trace, hash = &fi.stackTrace, stackTraceHash(fi.stackTrace)
+		trace, hash = &fi.stackTrace, s.hashes.hash(fi.stackTrace)
 	}
 	created := r.Timestamp
 	if created.IsZero() || created.Before(time.UnixMilli(0)) {

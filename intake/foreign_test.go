@@ -278,3 +278,24 @@ func TestForeignIncoming(t *testing.T) {
 		t.Errorf("connect without context headers = %+v, %v", in.Event, err)
 	}
 }
+
+func TestTraceHashesRemember(t *testing.T) {
+	t.Parallel()
+	c := &traceHashes{}
+	if h := c.hash(javaTrace); *h != *stackTraceHash(javaTrace) {
+		t.Error("remembered hash differs")
+	}
+	if h := c.hash(javaTrace); *h != *stackTraceHash(javaTrace) || len(c.hashes) != 1 {
+		t.Errorf("second look-up: %d remembered", len(c.hashes))
+	}
+	for i := range maxTraceHashes {
+		c.hash(javaTrace + strconv.Itoa(i))
+	}
+	if len(c.hashes) > maxTraceHashes {
+		t.Errorf("%d remembered, bound %d", len(c.hashes), maxTraceHashes)
+	}
+	var none *traceHashes
+	if h := none.hash(javaTrace); *h != *stackTraceHash(javaTrace) {
+		t.Error("nil cache")
+	}
+}

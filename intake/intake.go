@@ -51,6 +51,7 @@ func New(cfg Config) (*Intake, error) {
 	}
 	in := &Intake{cfg: cfg, log: cfg.Logger.With("component", "intake"), metrics: m, sources: map[string]*Source{}}
 	for _, src := range cfg.sources() {
+		src.hashes = &traceHashes{}
 		in.sources[src.Topic] = &src
 		in.topics = append(in.topics, src.Topic)
 	}

@@ -146,6 +146,7 @@ func NewReactivator(cfg ReactivatorConfig) (*Reactivator, error) {
 		if s.Topic == cfg.DeadLetterTopic {
 			bad("DeadLetterTopic %q is a source topic", s.Topic)
 		}
+		s.hashes = &traceHashes{}
 		r.sources[s.Topic] = &s
 	}
 	if err := errors.Join(errs...); err != nil {

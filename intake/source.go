@@ -66,6 +66,10 @@ type Source struct {
 	// ErrorCode is recorded as the error code. Defaults to the simple class name of the
 	// record's exception (raw: UNKNOWN_EXCEPTION).
 	ErrorCode string
+
+	// hashes remembers the stack-trace hashes of the source's recent failures; set by the
+	// intake and the reactivator.
+	hashes *traceHashes
 }
 
 // String returns the source in its text form.
