@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/store"
 )
@@ -111,5 +113,52 @@ func FuzzStackTraceHash(f *testing.F) {
 	f.Add("java.lang.Error\n\tat a.B.c(B.java:1)\n... 2 more")
 	f.Fuzz(func(t *testing.T, trace string) {
 		_ = stackTraceHash(trace)
+	})
+}
+
+// FuzzParseSource never panics; an entry it accepts prints as an entry that parses to the same
+// source.
+func FuzzParseSource(f *testing.F) {
+	for _, s := range []string{"spring:orders.DLT", "connect:sink.dlq=payments?temporality=TEMPORARY",
+		"raw:x.DLQ=x?publisher=a%26b&code=C", "mpfe:errors", "streams:s?system=shop", "kafka:x", ":", "raw:=?&="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		s, err := ParseSource(spec)
+		if err != nil {
+			if !errors.Is(err, ErrBadSource) {
+				t.Fatalf("error %v is not ErrBadSource", err)
+			}
+			return
+		}
+		again, err := ParseSource(s.String())
+		if err != nil || again != s {
+			t.Fatalf("%q parses to %+v, printed %q parses to %+v, %v", spec, s, s.String(), again, err)
+		}
+	})
+}
+
+// FuzzUnwrapDeadLetter never panics on what the own dead-letter topic may hold.
+func FuzzUnwrapDeadLetter(f *testing.F) {
+	codec, err := avro.NewCodec(avro.Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	in := &Intake{cfg: Config{Now: time.Now, PublisherSystem: "redrive", PublisherService: "redrive-intake"}}
+	topic := "orders.DLT"
+	msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 1, Offset: 9}, Key: []byte("k"),
+		Headers: []kafka.Header{{Key: "kafka_dlt-original-topic", Value: []byte("orders")}, {Key: "n", Value: nil}}}
+	r := &record{msg: msg, format: store.SourceSpring}
+	r.reject("bad spring header", &HeaderError{Format: store.SourceSpring, Header: springPartition, Reason: "missing"})
+	b, err := codec.EncodeEvent("own.DLT", in.wrap(r, keepAll))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, value []byte) {
+		m, err := unwrapDeadLetter(codec, "own.DLT", value)
+		if err == nil && m.TopicPartition.Topic == nil {
+			t.Fatal("unwrapped record without a topic")
+		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
@@ -88,8 +89,21 @@ func TestIntakeForeignSources(t *testing.T) {
 		message: "order 17 has no lines", trace: javaTrace}
 	second := first
 	second.offset, second.fqcn, second.causeFQCN, second.message = 200, "java.lang.ArithmeticException", "", "/ by zero"
-	badPartition := first.headers()
-	badPartition[1].Value = []byte{0, 1}
+	with := func(hs []avro.Header, name string, v []byte) []avro.Header {
+		out := []avro.Header{}
+		for _, h := range hs {
+			if h.Name == name {
+				if v == nil {
+					continue // left out
+				}
+				h.Value = v
+			}
+			out = append(out, h)
+		}
+		return out
+	}
+	badPartition := with(first.headers(), springPartition, []byte{0, 1})
+	streamsOK := streamsHeaders("clicks", 0, 3, "java.lang.IllegalStateException", nil, "t")
 	msg := "Converting byte[] to Kafka Connect data failed"
 
 	type rec struct {
@@ -113,6 +127,18 @@ func TestIntakeForeignSources(t *testing.T) {
 		{name: "connect2 with context", topic: connect2DLQ, key: []byte("c4"), val: []byte("{"), hs: connectHeaders("payments", 1, 8, "jdbc-sink", "x.Y", &msg, "t")},
 		{name: "streams", topic: streamsDLQ, key: nil, val: notUTF8, hs: streamsHeaders("clicks", 0, 3, "org.apache.kafka.common.errors.SerializationException", nil, "t\n\tat a.B.c(B.java:9)")},
 		{name: "raw", topic: rawDLQ, key: []byte("r"), val: []byte("raw value"), hs: orig},
+		{name: "spring offset of 4 bytes", topic: springDLT, val: []byte("v"), hs: with(first.headers(), springOffset, be32(7)),
+			badCheck: "bad spring header", header: springOffset},
+		{name: "spring topic not UTF-8", topic: springDLT, val: nil, hs: with(first.headers(), springTopic, []byte{0xc3, 0x28}),
+			badCheck: "bad spring header", header: springTopic},
+		{name: "spring unknown original topic", topic: springDLT, val: []byte("v"), hs: with(first.headers(), springTopic, nil),
+			badCheck: "bad spring header", header: springTopic},
+		{name: "connect offset not numeric", topic: connectDLQ, val: []byte("v"),
+			hs: with(connectHeaders("payments", 0, 7, "jdbc-sink", "x.Y", nil, "t"), connectOffset, []byte("7x")), badCheck: "bad connect header", header: connectOffset},
+		{name: "streams negative partition", topic: streamsDLQ, val: []byte("v"), hs: with(streamsOK, streamsPartition, []byte("-1")),
+			badCheck: "bad streams header", header: streamsPartition},
+		{name: "streams trace not UTF-8", topic: streamsDLQ, val: []byte("v"), hs: with(streamsOK, streamsStackTrace, []byte{0xff}),
+			badCheck: "bad streams header", header: streamsStackTrace},
 	}
 	msgs := make([]*kafka.Message, len(recs))
 	for i, r := range recs {
@@ -190,7 +216,13 @@ func TestIntakeForeignSources(t *testing.T) {
 
 	// The records no format makes sense of are on the own dead-letter topic, with a reason
 	// that names the header.
-	out := e.kafka.ConsumeN(t, dltTopic, 2, waitLimit)
+	bad := 0
+	for _, r := range recs {
+		if r.badCheck != "" {
+			bad++
+		}
+	}
+	out := e.kafka.ConsumeN(t, dltTopic, bad, waitLimit)
 	reasons := map[string]*avro.Event{}
 	for _, m := range out {
 		ev, err := e.codec.DecodeEvent(dltTopic, m.Value)
@@ -210,9 +242,16 @@ func TestIntakeForeignSources(t *testing.T) {
 			t.Errorf("%s: not on the dead-letter topic", r.name)
 			continue
 		}
+		wantValue := r.val
+		if len(wantValue) == 0 {
+			wantValue = []byte(avro.EmptyContent)
+		}
 		if !strings.Contains(ev.Payload.ErrorMessage, r.header) || !strings.Contains(*ev.Payload.ErrorDescription, "check: "+r.badCheck) ||
-			!bytes.Equal(ev.Payload.OriginalMessage, r.val) {
+			!bytes.Equal(ev.Payload.OriginalMessage, wantValue) {
 			t.Errorf("%s: dead-letter event %q / %q", r.name, ev.Payload.ErrorMessage, *ev.Payload.ErrorDescription)
+		}
+		if null := string(ev.Payload.FailedMessageMetadata.Headers[avro.ValueNullEntry]) == "true"; null != (r.val == nil) {
+			t.Errorf("%s: dead-letter event marks a null value: %v", r.name, null)
 		}
 		hs, _ := ev.Payload.FailedMessageMetadata.OriginalHeaders()
 		if fmt.Sprint(hs) != fmt.Sprint(r.hs) {
@@ -304,5 +343,43 @@ func TestDecodeMPFETombstone(t *testing.T) {
 		if in.Source != (store.Source{Format: store.SourceMPFE, Topic: topic, Partition: 2, Offset: 9}) {
 			t.Errorf("%s: source %+v", tt.name, in.Source)
 		}
+	}
+}
+
+// An instance stored half of a Spring source's records and crashed before it committed their
+// offsets: the next one reads them all again and stores only the other half.
+func TestIntakeForeignRestartMidSource(t *testing.T) {
+	t.Parallel()
+	e := newSourcesEnv(t, nil)
+	var msgs []*kafka.Message
+	for i := range 60 {
+		f := springFailure{topic: "orders", partition: int32(i % 3), offset: int64(i), timestamp: 1780000000000, group: "order-service",
+			fqcn: "java.lang.IllegalStateException", message: fmt.Sprintf("order %d", i), trace: javaTrace}
+		msgs = append(msgs, testkit.Message(springDLT, []byte(fmt.Sprintf("k-%d", i)), []byte(fmt.Sprintf("v-%d", i)), kafkaHeaders(f.headers())...))
+	}
+	delivered := e.kafka.Produce(t, msgs...)
+	src := e.intake.sources[springDLT]
+	var crashed []store.Incoming
+	for _, m := range delivered[:30] {
+		in, err := src.foreignIncoming(dltRecordOf(m), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashed = append(crashed, in)
+	}
+	if _, err := e.store.Ingest(context.Background(), crashed, next); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	e.waitFor("offsets committed", func() bool { return e.committedTopics(e.group, springDLT) })
+	if n := e.rows(); n != 60 {
+		t.Errorf("%d rows, want 60", n)
+	}
+	if d := e.counter(e.intake.metrics.duplicates); d != 30 {
+		t.Errorf("duplicates %v, want the 30 stored before the crash", d)
+	}
+	var maxAttempt int
+	if err := e.pool.QueryRow(context.Background(), "SELECT max(attempt) FROM failures").Scan(&maxAttempt); err != nil || maxAttempt != 1 {
+		t.Errorf("max attempt %d, %v: a re-read counted as an attempt", maxAttempt, err)
 	}
 }
