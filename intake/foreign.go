@@ -22,6 +22,7 @@ var ErrBadHeader = errors.New("bad dead-letter header")
 // HeaderError names the header of a foreign dead-letter record that is missing or malformed.
 // It wraps ErrBadHeader.
 type HeaderError struct {
+	// Format is the source's format.
 	Format store.SourceFormat
 	// Header is the header's name.
 	Header string

@@ -156,6 +156,18 @@ func NewReactivator(cfg ReactivatorConfig) (*Reactivator, error) {
 	return r, nil
 }
 
+// NewReactivator returns a Reactivator of the intake's dead-letter topic that decodes the
+// records as the intake's sources do, with its store, backoff, codec, brokers and consumer
+// settings.
+func (in *Intake) NewReactivator() (*Reactivator, error) {
+	c := in.cfg
+	return NewReactivator(ReactivatorConfig{
+		Store: c.Store, NextAttempt: c.NextAttempt, Codec: c.Codec, Bootstrap: c.Bootstrap, ConsumerConfig: c.ConsumerConfig,
+		DeadLetterTopic: c.DeadLetterTopic, Topic: c.Topic, Sources: c.Sources, BatchSize: min(c.BatchSize, DefaultReactivateBatchSize),
+		Logger: c.Logger, Now: c.Now,
+	})
+}
+
 // Start records a new run of the dead-letter topic and starts it in the background; it
 // returns the run as started. It returns store.ErrReactivationRunning when a run of the topic
 // is running (on any instance), and an error for a request without a principal or a limit.

@@ -109,6 +109,10 @@ func TestReactivateAfterRegistryOutage(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
 	ctx := context.Background()
+	fromIntake, err := e.intake.NewReactivator()
+	if err != nil || fromIntake.cfg.DeadLetterTopic != dltTopic || len(fromIntake.sources) != len(testSources)+1 {
+		t.Errorf("Intake.NewReactivator = %+v, %v", fromIntake, err)
+	}
 	if _, err := r.Start(ctx, ReactivateRequest{Principal: "alice"}); err == nil {
 		t.Error("Start without a limit or up to now succeeded")
 	}

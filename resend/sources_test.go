@@ -80,18 +80,25 @@ func TestResendForeignSourceAndTombstones(t *testing.T) {
 	}
 	key := []byte{0x00, 0xff, 'k'}
 	value := []byte{0xfe, 0x00, 0x01}
+	connect := append(append([]avro.Header{}, original...), hdr("__connect.errors.topic", []byte(topic)),
+		hdr("__connect.errors.partition", []byte("0")), hdr("__connect.errors.exception.message", nil))
+	streams := []avro.Header{hdr("__streams.errors.exception", []byte("java.lang.NullPointerException")), hdr("__streams.errors.message", nil)}
+	raw := []avro.Header{hdr("kafka_dlt-original-topic", []byte("kept: raw records are copies")), hdr("x", []byte("1"))}
 	if _, err := e.store.Ingest(ctx, []store.Incoming{
 		mk(9, key, value, false, stored, store.SourceSpring),
 		mk(10, []byte("gone"), nil, true, original, store.SourceSpring),
 		mk(11, nil, []byte{}, false, nil, store.SourceMPFE),
+		mk(12, []byte("connect"), []byte{0x80}, false, connect, store.SourceConnect),
+		mk(13, []byte("streams"), []byte("s"), false, streams, store.SourceStreams),
+		mk(14, []byte("raw"), []byte("r"), false, raw, store.SourceRaw),
 	}, due); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.round(ctx)
-	if err != nil || st.resent != 3 {
+	if err != nil || st.resent != 6 {
 		t.Fatalf("round: %+v, %v", st, err)
 	}
-	got := e.cluster.ConsumeN(t, topic, 3, 30*time.Second)
+	got := e.cluster.ConsumeN(t, topic, 6, 30*time.Second)
 	byKey := map[string]int{}
 	for i, m := range got {
 		byKey[string(m.Key)] = i
@@ -105,5 +112,21 @@ func TestResendForeignSourceAndTombstones(t *testing.T) {
 	}
 	if empty := got[byKey[""]]; empty.Value == nil || len(empty.Value) != 0 || empty.Key != nil {
 		t.Errorf("empty value resent as %v (key %v), want empty and non-null with a null key", empty.Value, empty.Key)
+	}
+	resendHeaders := func(causing string, hs ...avro.Header) string {
+		return headerList(SourceResendHeaders(store.SourceMPFE, hs, "order-service", "redrive-test", causing))
+	}
+	for k, want := range map[string]string{
+		"connect": resendHeaders("orders/0/12", original...),
+		"streams": resendHeaders("orders/0/13"),
+		"raw":     resendHeaders("orders/0/14", raw...),
+	} {
+		m := got[byKey[k]]
+		if h := headerList(m.Headers); h != want {
+			t.Errorf("%s resend headers\n got %s\nwant %s", k, h, want)
+		}
+	}
+	if m := got[byKey["connect"]]; !bytes.Equal(m.Value, []byte{0x80}) {
+		t.Errorf("connect value %x", m.Value)
 	}
 }

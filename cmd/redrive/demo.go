@@ -266,8 +266,8 @@ func (d *demoRun) printBanner(w io.Writer) {
 
 A generator produces %[7]g orders/s: good ones, undecodable bytes, temporary failures (resent
 by the scheduler after ~%[8]s and then handled), permanent failures and panics; a feeder writes
-Spring and Connect dead-letter records as the Java code does (filter them with
-source_format=spring or connect).
+Spring and Connect dead-letter records as the Java code does; their failures record their
+source format (spring, connect) and where they were found.
 
 Try this:
   open %[1]s
