@@ -25,7 +25,9 @@ COMMENT ON COLUMN failures.source_topic IS 'Topic the intake read the failure fr
 COMMENT ON COLUMN failures.source_partition IS 'Partition of the record the failure was read from.';
 COMMENT ON COLUMN failures.source_offset IS 'Offset of the record the failure was read from.';
 
-CREATE INDEX failures_source_created_idx ON failures (source_format, source_topic, created_at, id);
+-- The list filters by source format or by source topic, newest first (store.Filter).
+CREATE INDEX failures_source_format_created_idx ON failures (source_format, created_at, id);
+CREATE INDEX failures_source_topic_created_idx ON failures (source_topic, created_at, id);
 
 -- Reactivation of the service's own dead-letter topic: each run, and per partition the offset
 -- up to which runs have read, so that the next run resumes there.
@@ -67,7 +69,8 @@ COMMENT ON TABLE dlt_reactivation_positions IS 'Per partition of the own dead-le
 -- +goose Down
 DROP TABLE dlt_reactivation_positions;
 DROP TABLE dlt_reactivations;
-DROP INDEX failures_source_created_idx;
+DROP INDEX failures_source_topic_created_idx;
+DROP INDEX failures_source_format_created_idx;
 ALTER TABLE failures DROP COLUMN source_offset, DROP COLUMN source_partition, DROP COLUMN source_topic, DROP COLUMN source_format;
 UPDATE failures SET original_value = '\x'::bytea WHERE original_value IS NULL;
 ALTER TABLE failures ALTER COLUMN original_value SET NOT NULL;

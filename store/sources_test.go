@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,5 +162,37 @@ func TestIngestConcurrentGroupsNoDeadlock(t *testing.T) {
 	}
 	if n := countRows(t, pool, "SELECT count(*) FROM failures"); n != instances*rounds*perBatch {
 		t.Errorf("%d rows, want %d", n, instances*rounds*perBatch)
+	}
+}
+
+// The source filters read their indexes (migration 007), not the whole table.
+func TestSourceFiltersUseIndexes(t *testing.T) {
+	t.Parallel()
+	s, pool := newIntakeStore(t)
+	ctx := context.Background()
+	var batch []store.Incoming
+	for i := range 3000 {
+		in := incoming(t, intakeEvent(fmt.Sprintf("idx-%d", i), avro.Permanent))
+		in.Source = store.Source{Format: store.SourceMPFE, Topic: "errors", Partition: 0, Offset: int64(i)}
+		if i%300 == 0 {
+			in.Source = store.Source{Format: store.SourceSpring, Topic: "orders.DLT", Partition: 0, Offset: int64(i)}
+		}
+		batch = append(batch, in)
+	}
+	ingest(t, s, batch...)
+	if _, err := pool.Exec(ctx, `ANALYZE failures`); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]store.Filter{
+		"failures_source_format_created_idx": {SourceFormats: []store.SourceFormat{store.SourceSpring}},
+		"failures_source_topic_created_idx":  {SourceTopic: "orders.DLT"},
+	} {
+		plan, err := s.ExplainList(ctx, store.ListParams{Filter: f, Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan, name) {
+			t.Errorf("%+v: plan does not use %s:\n%s", f, name, plan)
+		}
 	}
 }
