@@ -90,10 +90,9 @@ var (
 // validateIncoming checks in (ValidateIncoming) and returns its causing message; i is its index
 // in the batch for the error, -1 for none.
 func validateIncoming(i int, in Incoming) (string, error) {
-	badErr := func(field, format string, args ...any) error {
-		return &BadDataError{Index: i, Field: field, Reason: fmt.Sprintf(format, args...)}
+	bad := func(field, format string, args ...any) (string, error) {
+		return "", &BadDataError{Index: i, Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
-	bad := func(field, format string, args ...any) (string, error) { return "", badErr(field, format, args...) }
 	e := in.Event
 	if e == nil {
 		return bad("", "no event")
