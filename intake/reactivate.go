@@ -231,6 +231,7 @@ type runState struct {
 	end       map[int32]int64 // per partition, the offset where the run stops
 	next      map[int32]int64 // per partition, the next offset to read
 	remaining map[int32]bool  // partitions not yet read to their end
+	lastEvent time.Time       // when the consumer last returned a record or an end of partition
 }
 
 // run reads the topic from the positions and ends the run in the store.
@@ -311,9 +312,14 @@ func (r *Reactivator) read(ctx context.Context, run *store.Reactivation, from ma
 	if err := cons.Assign(assign); err != nil {
 		return fmt.Errorf("assign: %w", err)
 	}
+	st.lastEvent = time.Now()
 	for len(st.remaining) > 0 && st.left != 0 {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if quiet := time.Since(st.lastEvent); quiet > r.cfg.StaleAfter/2 {
+			return fmt.Errorf("no record of %s for %s although %d partitions are not read to their end: are the brokers reachable?",
+				topic, quiet.Round(time.Second), len(st.remaining))
 		}
 		batch := r.poll(ctx, cons, st)
 		if len(batch) == 0 {
@@ -337,6 +343,7 @@ func (r *Reactivator) poll(ctx context.Context, cons *kafka.Consumer, st *runSta
 	for len(out) < want && len(st.remaining) > 0 && ctx.Err() == nil {
 		switch ev := cons.Poll(100).(type) {
 		case *kafka.Message:
+			st.lastEvent = time.Now()
 			p, o := ev.TopicPartition.Partition, int64(ev.TopicPartition.Offset)
 			if ev.TopicPartition.Error != nil || !st.remaining[p] {
 				continue
@@ -350,11 +357,12 @@ func (r *Reactivator) poll(ctx context.Context, cons *kafka.Consumer, st *runSta
 				delete(st.remaining, p)
 			}
 		case kafka.PartitionEOF:
+			st.lastEvent = time.Now()
 			delete(st.remaining, ev.Partition)
 		case kafka.Error:
 			r.log.Warn("reactivation consumer error", "error", ev)
 		case nil:
-			if idle++; idle > 2 && len(out) > 0 {
+			if idle++; idle > 2 && len(out) > 0 || time.Since(st.lastEvent) > r.cfg.StaleAfter/2 {
 				return out
 			}
 		}
