@@ -256,6 +256,10 @@ func originHeader(format store.SourceFormat) string {
 	return "(none: raw records carry no origin)"
 }
 
+// maxCreated is the last time a failure's creation may have: Postgres and the clients agree up
+// to year 9999.
+var maxCreated = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
 // foreignIncoming maps a foreign dead-letter record to a failure like an MPFE one: the original
 // topic, partition and offset where known; the error code from the exception's simple class
 // name (or the configured one); the message, stack trace and a normalised stack-trace hash;
@@ -300,8 +304,8 @@ func (s *Source) foreignIncoming(r *dltRecord, now time.Time) (store.Incoming, e
 		trace, hash = &fi.stackTrace, s.hashes.hash(fi.stackTrace)
 	}
 	created := r.Timestamp
-	if created.IsZero() || created.Before(time.UnixMilli(0)) {
-		created = now
+	if created.IsZero() || created.Before(time.UnixMilli(1)) || created.After(maxCreated) {
+		created = now // none, or none that Postgres keeps
 	}
 	id := foreignIdentity(s.Format, r.Topic, r.Partition, r.Offset)
 	e := &avro.Event{

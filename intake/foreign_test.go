@@ -243,6 +243,14 @@ func TestForeignIncoming(t *testing.T) {
 		t.Errorf("Prepare: %v", err)
 	}
 
+	// A timestamp Postgres cannot keep is replaced by the time of reading.
+	far := &dltRecord{Topic: "orders.DLT", Offset: 6, Value: []byte("v"), Headers: f.headers(), Timestamp: time.UnixMilli(1 << 62)}
+	if in, err := src.foreignIncoming(far, now); err != nil || !in.Event.Identity.Created.Equal(now) {
+		t.Errorf("far timestamp: created %v, %v", in.Event.Identity.Created, err)
+	} else if _, err := store.Prepare(in); err != nil {
+		t.Errorf("far timestamp: Prepare: %v", err)
+	}
+
 	// A configured code and publisher win; raw records have an unknown position.
 	raw := Source{Format: store.SourceRaw, Topic: "orders.DLQ", OriginalTopic: "orders", ErrorCode: "MANUAL_DLQ", PublisherService: "orders-team"}
 	in, err = raw.foreignIncoming(&dltRecord{Topic: "orders.DLQ", Partition: 0, Offset: 9, Value: []byte{}}, now)
