@@ -2,7 +2,11 @@ package intake
 
 import (
 	"context"
+	"net"
+	"net/url"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,15 +25,32 @@ type outageRegistry struct {
 	schemaregistry.Client
 	mu   sync.Mutex
 	down bool
+	// unreachable makes every look-up fail as a connection refused (a transient failure).
+	unreachable bool
+	// calls serialises the calls to the mock client, which is not safe for concurrent use
+	// (the intake's writers register the dead-letter schema at once).
+	calls sync.Mutex
+}
+
+func (o *outageRegistry) Register(subject string, schema schemaregistry.SchemaInfo, normalize bool) (int, error) {
+	o.calls.Lock()
+	defer o.calls.Unlock()
+	return o.Client.Register(subject, schema, normalize)
 }
 
 func (o *outageRegistry) GetBySubjectAndID(subject string, id int) (schemaregistry.SchemaInfo, error) {
 	o.mu.Lock()
-	down := o.down
+	down, unreachable := o.down, o.unreachable
 	o.mu.Unlock()
+	if unreachable {
+		return schemaregistry.SchemaInfo{}, &url.Error{Op: "Get", URL: "http://registry:8081/schemas/ids/1",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	}
 	if down {
 		return schemaregistry.SchemaInfo{}, &rest.Error{Code: 40403, Message: "Schema not found"}
 	}
+	o.calls.Lock()
+	defer o.calls.Unlock()
 	return o.Client.GetBySubjectAndID(subject, id)
 }
 
@@ -170,5 +191,64 @@ func TestReactivateAfterRegistryOutage(t *testing.T) {
 	}
 	if n := e.rows(); n != 4 {
 		t.Errorf("%d rows after the runs, want 4", n)
+	}
+}
+
+// A registry that cannot be reached stops a run before the record it could not decode; the
+// next run, with the registry back, reads it.
+func TestReactivateRegistryUnreachable(t *testing.T) {
+	t.Parallel()
+	mock, err := schemaregistry.NewClient(schemaregistry.NewConfig("mock://" + t.Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	registry := &outageRegistry{Client: mock, down: true}
+	codec, err := avro.NewCodec(avro.Config{Registry: registry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *Config) { c.Codec = codec })
+	producerCodec, err := avro.NewCodec(avro.Config{Registry: mock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := producerCodec.EncodeEvent(errorTopic, event(avro.Permanent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.produce(b)
+	e.start()
+	e.waitFor("offsets committed", e.committedAll)
+	e.kafka.ConsumeN(t, dltTopic, 1, waitLimit)
+
+	registry.mu.Lock()
+	registry.down, registry.unreachable = false, true
+	registry.mu.Unlock()
+	r, err := e.intake.NewReactivator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	ctx := context.Background()
+	run, err := r.Start(ctx, ReactivateRequest{Principal: "alice", UpToNow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitRun(t, r, run.ID); done.State != store.ReactivationFailed || done.Read != 0 || done.Error == nil ||
+		!strings.Contains(*done.Error, "schema id") {
+		t.Errorf("run with the registry unreachable = %+v", done)
+	}
+	registry.mu.Lock()
+	registry.unreachable = false
+	registry.mu.Unlock()
+	run, err = r.Start(ctx, ReactivateRequest{Principal: "alice", UpToNow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitRun(t, r, run.ID); done.State != store.ReactivationDone || done.Read != 1 || done.Reingested != 1 {
+		t.Errorf("run with the registry back = %+v", done)
+	}
+	if n := e.rows(); n != 1 {
+		t.Errorf("%d rows, want 1", n)
 	}
 }
