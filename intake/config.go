@@ -47,10 +47,16 @@ type Config struct {
 
 	// Bootstrap is the Kafka bootstrap.servers list. Required.
 	Bootstrap string
-	// Topic is the error topic. Required.
+	// Topic is the error topic of MessageProcessingFailedEvents: the same as a Source of format
+	// mpfe. Required unless Sources has an entry.
 	Topic string
-	// DeadLetterTopic receives the records that are not valid MPFEs. Required; it must differ
-	// from Topic.
+	// Sources are further topics to read, each in its format (Source, ParseSource): error
+	// topics of MPFEs and foreign dead-letter topics (Spring Kafka, Kafka Connect, Kafka
+	// Streams, raw copies). Every topic appears once, in Topic or here.
+	Sources []Source
+	// DeadLetterTopic receives the records that are not valid MPFEs, and the records of a
+	// foreign source that its format cannot make sense of. Required; it must differ from every
+	// source topic.
 	DeadLetterTopic string
 	// GroupID is the consumer group. Defaults to DefaultGroupID.
 	GroupID string
@@ -93,6 +99,15 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+}
+
+// sources returns every source: the error topic (Topic) first, then Sources.
+func (c Config) sources() []Source {
+	out := make([]Source, 0, len(c.Sources)+1)
+	if c.Topic != "" {
+		out = append(out, Source{Format: store.SourceMPFE, Topic: c.Topic})
+	}
+	return append(out, c.Sources...)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -160,14 +175,28 @@ func (c Config) validate() error {
 	if c.Bootstrap == "" {
 		bad("Bootstrap is required")
 	}
-	if c.Topic == "" {
-		bad("Topic is required")
+	if c.Topic == "" && len(c.Sources) == 0 {
+		bad("Topic or Sources is required")
 	}
 	if c.DeadLetterTopic == "" {
 		bad("DeadLetterTopic is required")
 	}
-	if c.Topic != "" && c.Topic == c.DeadLetterTopic {
-		bad("DeadLetterTopic %q is the error topic: a bad record would loop forever", c.DeadLetterTopic)
+	seen := map[string]bool{}
+	for _, src := range c.sources() {
+		if err := src.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("invalid config: %w", err))
+			continue
+		}
+		if seen[src.Topic] {
+			bad("topic %q is read by two sources", src.Topic)
+		}
+		seen[src.Topic] = true
+		if src.Topic == c.DeadLetterTopic {
+			bad("DeadLetterTopic %q is a source topic (%s): a bad record would loop forever", c.DeadLetterTopic, src)
+		}
+		if src.OriginalTopic != "" && src.OriginalTopic == c.DeadLetterTopic {
+			bad("source %s sends its records back to the DeadLetterTopic %q", src, c.DeadLetterTopic)
+		}
 	}
 	if c.BatchSize < 0 || c.BatchSize > MaxBatchSize {
 		bad("BatchSize %d must be between 1 and %d", c.BatchSize, MaxBatchSize)

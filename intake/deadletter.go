@@ -45,6 +45,9 @@ func (in *Intake) wrap(r *record, keep int) *avro.Event {
 		value = []byte(avro.EmptyContent)
 	}
 	desc := fmt.Sprintf("record %s of the error topic is not a valid MessageProcessingFailedEvent (check: %s)", pos, r.check)
+	if r.format != store.SourceMPFE && r.format != "" {
+		desc = fmt.Sprintf("record %s of the %s dead-letter topic cannot be read as a %s record (check: %s)", pos, r.format, r.format, r.check)
+	}
 	var headers []avro.Header
 	if keep >= 0 {
 		sum := sha256.Sum256(value)
@@ -89,6 +92,9 @@ func (in *Intake) wrap(r *record, keep int) *avro.Event {
 			md.Headers = map[string][]byte{}
 			desc += fmt.Sprintf("; %d headers left out: %v", len(headers), err)
 		}
+	}
+	if m.Value == nil {
+		md.Headers[avro.ValueNullEntry] = []byte("true") // a tombstone stays one when reactivated
 	}
 	e.Payload.FailedMessageMetadata = md
 	return e
@@ -182,7 +188,7 @@ func (in *Intake) deadLetter(ctx context.Context, prod *kafka.Producer, bad []*r
 				continue
 			}
 			in.metrics.deadLettered.WithLabelValues(r.check).Inc()
-			in.log.Warn("record of the error topic dead-lettered",
+			in.log.Warn("record dead-lettered",
 				"topic", deref(r.msg.TopicPartition.Topic), "partition", r.msg.TopicPartition.Partition,
 				"offset", int64(r.msg.TopicPartition.Offset), "check", r.check, "error", r.err,
 				"dead_letter_topic", in.cfg.DeadLetterTopic, "truncated", keep[r] != keepAll)

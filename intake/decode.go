@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry/rest"
@@ -25,13 +26,17 @@ const (
 	checkRefused = "refused by the database"
 )
 
-// record is one record of the error topic and what the intake made of it.
+// checkSource: a record of a topic that no source reads (cannot happen with a subscription).
+const checkSource = "unknown source"
+
+// record is one record of a source topic and what the intake made of it.
 type record struct {
 	msg *kafka.Message
-	in  store.Incoming
-	// cause is the causing message of a valid record (store.CausingMessage).
-	cause string
-	// check and err say why the record is not a valid MPFE; empty for a valid one.
+	// prep is the valid failure, validated once (store.Prepare).
+	prep store.Prepared
+	// format is the format of the record's source.
+	format store.SourceFormat
+	// check and err say why the record is not valid; empty for a valid one.
 	check string
 	err   error
 	// transient marks a decoding failure that may pass (the schema registry could not be
@@ -45,13 +50,61 @@ func (r *record) reject(check string, err error) {
 	r.check, r.err = check, err
 }
 
-// decode turns a record of the error topic into an Incoming, or marks it bad.
-func decode(codec *avro.Codec, msg *kafka.Message) *record {
-	r := &record{msg: msg}
-	topic := ""
-	if msg.TopicPartition.Topic != nil {
-		topic = *msg.TopicPartition.Topic
+// decode turns a record of a source topic into a prepared failure, or marks it bad.
+func (in *Intake) decode(msg *kafka.Message) *record {
+	topic := deref(msg.TopicPartition.Topic)
+	src := in.sources[topic]
+	if src == nil {
+		r := &record{msg: msg, format: store.SourceMPFE}
+		r.reject(checkSource, fmt.Errorf("topic %q is not a configured source", topic))
+		return r
 	}
+	return decodeSource(src, in.cfg.Codec, msg, in.cfg.Now())
+}
+
+// decodeSource decodes msg, a record of src's topic.
+func decodeSource(src *Source, codec *avro.Codec, msg *kafka.Message, now time.Time) *record {
+	if src.Format == store.SourceMPFE {
+		return decodeMPFE(codec, msg)
+	}
+	r := &record{msg: msg, format: src.Format}
+	inc, err := src.foreignIncoming(dltRecordOf(msg), now)
+	if err != nil {
+		r.reject("bad "+string(src.Format)+" header", err)
+		return r
+	}
+	p, err := store.Prepare(inc)
+	if err != nil {
+		r.reject(checkData, err)
+		return r
+	}
+	r.prep = p
+	return r
+}
+
+// dltRecordOf returns the parts of msg that a foreign source reads.
+func dltRecordOf(msg *kafka.Message) *dltRecord {
+	r := &dltRecord{
+		Topic:     deref(msg.TopicPartition.Topic),
+		Partition: msg.TopicPartition.Partition,
+		Offset:    int64(msg.TopicPartition.Offset),
+		Key:       msg.Key,
+		Value:     msg.Value,
+		Headers:   make([]avro.Header, len(msg.Headers)),
+	}
+	for i, h := range msg.Headers {
+		r.Headers[i] = avro.Header{Name: h.Key, Value: h.Value}
+	}
+	if msg.TimestampType != kafka.TimestampNotAvailable {
+		r.Timestamp = msg.Timestamp
+	}
+	return r
+}
+
+// decodeMPFE turns a record of an error topic into a prepared failure, or marks it bad.
+func decodeMPFE(codec *avro.Codec, msg *kafka.Message) *record {
+	r := &record{msg: msg, format: store.SourceMPFE}
+	topic := deref(msg.TopicPartition.Topic)
 	e, err := codec.DecodeEvent(topic, msg.Value)
 	if err != nil {
 		check := "decode"
@@ -63,18 +116,44 @@ func decode(codec *avro.Codec, msg *kafka.Message) *record {
 		r.transient = transientDecode(err)
 		return r
 	}
-	hs, err := e.Payload.FailedMessageMetadata.OriginalHeaders()
+	md := e.Payload.FailedMessageMetadata
+	hs, err := md.OriginalHeaders()
 	if err != nil {
 		r.reject(checkHeaders, err)
 		return r
 	}
-	r.in = store.Incoming{Event: e, Headers: hs}
-	if err := store.ValidateIncoming(r.in); err != nil {
+	valueNull := false
+	if md != nil {
+		v, ok := md.Headers[avro.ValueNullEntry]
+		valueNull = ok && string(v) == "true"
+		if _, exact := md.Headers[avro.HeadersEntry]; !exact {
+			hs = withoutReservedEntries(hs)
+		}
+	}
+	p, err := store.Prepare(store.Incoming{
+		Event: e, Headers: hs, ValueNull: valueNull,
+		Source: store.Source{Format: store.SourceMPFE, Topic: topic, Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset)},
+	})
+	if err != nil {
 		r.reject(checkData, err)
 		return r
 	}
-	r.cause = store.CausingMessage(e, hs)
+	r.prep = p
 	return r
+}
+
+// withoutReservedEntries drops the metadata entries that the contract reserves for redrive
+// (avro.ValueNullEntry, avro.InPlaceAttemptsEntry) from headers read from the plain map: they
+// describe the failure, they are not headers of the record.
+func withoutReservedEntries(hs []avro.Header) []avro.Header {
+	out := hs[:0:0]
+	for _, h := range hs {
+		if h.Name == avro.ValueNullEntry || h.Name == avro.InPlaceAttemptsEntry {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // transientDecode reports whether a decoding failure may pass by itself: the schema registry
@@ -112,7 +191,7 @@ func (in *Intake) redecode(ctx context.Context, recs []*record) error {
 			if !r.transient {
 				continue
 			}
-			*r = *decode(in.cfg.Codec, r.msg)
+			*r = *in.decode(r.msg)
 			if r.transient {
 				failing = append(failing, r)
 			}

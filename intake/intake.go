@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/internal/kafkalog"
+	"github.com/redrive/redrive/store"
 )
 
 // Intake consumes the error topic into the store. Create it with New and run it with Run.
@@ -19,6 +21,9 @@ type Intake struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	// sources maps each topic read to its source.
+	sources map[string]*Source
+	topics  []string
 
 	running       atomic.Bool
 	storeErr      atomic.Pointer[error] // last failed write while it is retried
@@ -44,7 +49,13 @@ func New(cfg Config) (*Intake, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Intake{cfg: cfg, log: cfg.Logger.With("component", "intake"), metrics: m}, nil
+	in := &Intake{cfg: cfg, log: cfg.Logger.With("component", "intake"), metrics: m, sources: map[string]*Source{}}
+	for _, src := range cfg.sources() {
+		src.hashes = &traceHashes{}
+		in.sources[src.Topic] = &src
+		in.topics = append(in.topics, src.Topic)
+	}
+	return in, nil
 }
 
 // Ready returns nil when the intake runs and can store what it reads: not while a write to
@@ -74,7 +85,7 @@ func (in *Intake) Ready() error {
 func (in *Intake) watchKafka(cons *kafka.Consumer, stop <-chan struct{}) {
 	t := time.NewTicker(in.cfg.KafkaCheckInterval)
 	defer t.Stop()
-	topic := in.cfg.Topic
+	topic := in.topics[0]
 	for {
 		timeout := min(in.cfg.KafkaCheckInterval, 10*time.Second)
 		if _, err := cons.GetMetadata(&topic, false, int(timeout/time.Millisecond)); err != nil {
@@ -143,10 +154,11 @@ func (in *Intake) Run(ctx context.Context) error {
 		}
 		stopConsumerLogs()
 	}()
-	if err := cons.Subscribe(in.cfg.Topic, nil); err != nil {
-		return fmt.Errorf("intake: subscribe to %s: %w", in.cfg.Topic, err)
+	if err := cons.SubscribeTopics(in.topics, nil); err != nil {
+		return fmt.Errorf("intake: subscribe to %s: %w", strings.Join(in.topics, ", "), err)
 	}
-	in.log.Info("intake started", "topic", in.cfg.Topic, "group", in.cfg.GroupID, "dead_letter_topic", in.cfg.DeadLetterTopic)
+	in.logSources()
+	in.log.Info("intake started", "topics", in.topics, "group", in.cfg.GroupID, "dead_letter_topic", in.cfg.DeadLetterTopic)
 
 	// The poller polls and decodes while Writers writers store the batches, each its share of
 	// the causing messages, in order; a committer commits each batch's offsets once all its
@@ -214,6 +226,24 @@ func (in *Intake) Run(ctx context.Context) error {
 	<-committerDone
 	in.log.Info("intake stopped")
 	return runErr
+}
+
+// logSources logs each source, and what a source cannot know.
+func (in *Intake) logSources() {
+	for _, t := range in.topics {
+		src := in.sources[t]
+		in.log.Info("intake source", "source", src.String())
+		switch {
+		case src.Format == store.SourceConnect && src.OriginalTopic == "":
+			in.log.Warn("Connect source without an original topic: records without the context headers "+
+				"(errors.deadletterqueue.context.headers.enable=false) have no known origin and go to the dead-letter topic; "+
+				"configure connect:TOPIC=ORIGINAL_TOPIC to keep them",
+				"source", src.String(), "dead_letter_topic", in.cfg.DeadLetterTopic)
+		case src.Format == store.SourceStreams:
+			in.log.Info("Kafka Streams does not keep the original headers of a dead-lettered record: its resends carry none of them",
+				"source", src.String())
+		}
+	}
 }
 
 // collect polls one batch: up to BatchSize records, waiting at most BatchWait after the

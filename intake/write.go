@@ -45,14 +45,14 @@ func (in *Intake) split(seq uint64, msgs []*kafka.Message) (*batch, [][]*record)
 	b := &batch{seq: seq, recs: make([]*record, len(msgs)), start: time.Now()}
 	parts := make([][]*record, in.cfg.Writers)
 	for i, m := range msgs {
-		r := decode(in.cfg.Codec, m)
+		r := in.decode(m)
 		b.recs[i] = r
 		var w int
 		if r.bad() {
 			w = int(uint32(m.TopicPartition.Partition) % uint32(in.cfg.Writers))
 		} else {
 			h := fnv.New32a()
-			_, _ = h.Write([]byte(r.cause))
+			_, _ = h.Write([]byte(r.prep.CausingMessage()))
 			w = int(h.Sum32() % uint32(in.cfg.Writers))
 		}
 		parts[w] = append(parts[w], r)
@@ -146,14 +146,14 @@ func (in *Intake) ingest(ctx context.Context, recs []*record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	batch := make([]store.Incoming, len(recs))
+	batch := make([]store.Prepared, len(recs))
 	for i, r := range recs {
-		batch[i] = r.in
+		batch[i] = r.prep
 	}
 	backoff := in.newBackoff()
 	for {
 		wctx, cancel := context.WithTimeout(ctx, in.cfg.WriteTimeout)
-		res, err := in.cfg.Store.Ingest(wctx, batch, in.cfg.NextAttempt)
+		res, err := in.cfg.Store.IngestPrepared(wctx, batch, in.cfg.NextAttempt)
 		cancel()
 		if err == nil {
 			in.storeErr.Store(nil)
@@ -197,7 +197,7 @@ func (in *Intake) count(recs []*record, res store.IngestResult) {
 			in.metrics.duplicates.Inc()
 			continue
 		}
-		e := recs[i].in.Event
+		e := recs[i].prep.Incoming().Event
 		in.metrics.ingested.WithLabelValues(string(e.References.ErrorType.Temporality),
 			e.References.Message.TopicName, e.Publisher.Service).Inc()
 	}

@@ -212,21 +212,22 @@ func (p *publisher) send(items []store.ResendItem) []error {
 	return errs
 }
 
-// message builds the record that resends it: key, value and headers exactly as stored, minus
-// any earlier copies of the three resend headers, then jeap_eh_target_service (the service that
-// failed), jeap_eh_error_handling_service (this service) and redrive-origin (the causing
-// message), each exactly once.
+// message builds the record that resends it: key and value exactly as stored (a NULL value, a
+// tombstone, as a null value), the stored headers minus the error headers of the failure's
+// source format and any earlier copies of the three resend headers, then
+// jeap_eh_target_service (the service that failed), jeap_eh_error_handling_service (this
+// service) and redrive-origin (the causing message), each exactly once.
 func (p *publisher) message(it *store.ResendItem, opaque any) *kafka.Message {
 	topic := it.Topic
 	partition := kafka.PartitionAny
-	if p.partitioning == PartitionOriginal {
+	if p.partitioning == PartitionOriginal && it.Partition >= 0 { // store.UnknownPosition: any
 		partition = it.Partition
 	}
 	return &kafka.Message{
 		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: partition},
 		Key:            it.Key,
 		Value:          it.Value,
-		Headers:        ResendHeaders(it.Headers, it.PublisherService, p.service, it.CausingMessage),
+		Headers:        SourceResendHeaders(it.SourceFormat, it.Headers, it.PublisherService, p.service, it.CausingMessage),
 		Opaque:         opaque,
 	}
 }
@@ -234,12 +235,23 @@ func (p *publisher) message(it *store.ResendItem, opaque any) *kafka.Message {
 // ResendHeaders returns the headers of a resent record: stored in order with duplicates, except
 // earlier copies of jeap_eh_target_service, jeap_eh_error_handling_service and redrive-origin,
 // which are then added once each, in that order, with the UTF-8 bytes of targetService,
-// resendingService and causingMessage.
+// resendingService and causingMessage. It is SourceResendHeaders for an MPFE source.
 func ResendHeaders(stored []avro.Header, targetService, resendingService, causingMessage string) []kafka.Header {
+	return SourceResendHeaders(store.SourceMPFE, stored, targetService, resendingService, causingMessage)
+}
+
+// SourceResendHeaders is ResendHeaders for a failure read from a source of the given format: it
+// also leaves out the headers that the format's writer added when it dead-lettered the record
+// (kafka_dlt-* for spring, __connect.errors.* for connect, __streams.errors.* for streams;
+// store.SourceFormat.IsErrorHeader), so that the original's own headers remain, in order.
+func SourceResendHeaders(format store.SourceFormat, stored []avro.Header, targetService, resendingService, causingMessage string) []kafka.Header {
 	hs := make([]kafka.Header, 0, len(stored)+3)
 	for _, h := range stored {
 		switch h.Name {
 		case avro.HeaderTargetService, avro.HeaderErrorHandlingService, avro.HeaderOrigin:
+			continue
+		}
+		if format.IsErrorHeader(h.Name) {
 			continue
 		}
 		hs = append(hs, kafka.Header{Key: h.Name, Value: h.Value})

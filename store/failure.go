@@ -31,9 +31,20 @@ type Failure struct {
 	Topic     string
 	Partition int32
 	Offset    int64
-	Key       []byte // nil for a null key
-	Value     []byte
+	Key       []byte        // nil for a null key
+	Value     []byte        // nil for a null value (a tombstone, ValueNull)
 	Headers   []avro.Header // in order, duplicates kept; a nil Value is a null value
+	// ValueNull is true when the original value was null (a tombstone); a resend produces a
+	// null value.
+	ValueNull bool
+
+	// SourceFormat is the format of the topic the intake read the failure from.
+	SourceFormat SourceFormat
+	// SourceTopic, SourcePartition and SourceOffset locate the record the intake read (on the
+	// error topic or a foreign dead-letter topic); nil for rows stored before they were kept.
+	SourceTopic     *string
+	SourcePartition *int32
+	SourceOffset    *int64
 
 	// From the failed message's metadata, where known.
 	MessageID            *string
@@ -103,6 +114,19 @@ func CausingMessage(e *avro.Event, headers []avro.Header) string {
 	}
 	m := e.References.Message
 	return TopicPartitionOffset(m.TopicName, m.Partition, m.Offset)
+}
+
+// causingMessage is CausingMessage for an incoming failure; when it would fall back to a
+// position the source does not know (UnknownPosition), it is the record's position on the source
+// topic instead, so that unrelated failures of a raw source do not share one identity.
+func (in Incoming) causingMessage() string {
+	cm := CausingMessage(in.Event, in.Headers)
+	m := in.Event.References.Message
+	if in.Source.Topic != "" && (m.Partition == UnknownPosition || m.Offset == UnknownPosition) &&
+		cm == TopicPartitionOffset(m.TopicName, m.Partition, m.Offset) {
+		return TopicPartitionOffset(in.Source.Topic, in.Source.Partition, in.Source.Offset)
+	}
+	return cm
 }
 
 // TopicPartitionOffset formats the fallback identity "topic/partition/offset".

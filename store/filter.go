@@ -54,6 +54,11 @@ type Filter struct {
 	ErrorCode string
 	// MessageType is the failed message's type name from its metadata, exactly.
 	MessageType string
+	// SourceFormats keeps failures read from a source of any of these formats.
+	SourceFormats []SourceFormat
+	// SourceTopic is the topic the failure was read from (error topic or dead-letter topic),
+	// exactly.
+	SourceTopic string
 	// GroupID keeps the failures of one group.
 	GroupID int64
 	// Key keeps failures whose original key is exactly these bytes; nil does not restrict.
@@ -119,6 +124,7 @@ func (f *Filter) PayloadBounded() bool {
 func (f *Filter) IsZero() bool {
 	return len(f.States) == 0 && len(f.Temporalities) == 0 && f.Topic == "" && f.PublisherSystem == "" &&
 		f.PublisherService == "" && f.ErrorCode == "" && f.MessageType == "" && f.GroupID == 0 &&
+		len(f.SourceFormats) == 0 && f.SourceTopic == "" &&
 		f.Key == nil && f.Search == "" && f.CreatedFrom.IsZero() && f.CreatedTo.IsZero() &&
 		f.KeyPrefix == nil && f.EventID == "" && f.IdempotenceID == "" && f.CausingMessage == "" && f.TraceID == "" &&
 		f.HeaderName == "" && f.HeaderValue == nil && f.StackTraceHash == "" && f.Ticket == "" && !f.NoTicket && f.Payload == nil
@@ -136,8 +142,13 @@ func (f *Filter) Validate() error {
 			return &FilterError{Field: "temporality", Detail: fmt.Sprintf("%q is not a temporality (TEMPORARY, PERMANENT, UNKNOWN)", clip.Text(string(t), clip.Default))}
 		}
 	}
+	for _, sf := range f.SourceFormats {
+		if !sf.Valid() {
+			return &FilterError{Field: "source_format", Detail: fmt.Sprintf("%q is not a source format (mpfe, spring, connect, streams, raw)", clip.Text(string(sf), clip.Default))}
+		}
+	}
 	for _, c := range []struct{ field, value string }{
-		{"topic", f.Topic}, {"publisher_system", f.PublisherSystem}, {"publisher_service", f.PublisherService},
+		{"topic", f.Topic}, {"source_topic", f.SourceTopic}, {"publisher_system", f.PublisherSystem}, {"publisher_service", f.PublisherService},
 		{"error_code", f.ErrorCode}, {"message_type", f.MessageType},
 	} {
 		if err := checkFilterText(c.field, c.value, maxFilterText); err != nil {
@@ -252,10 +263,18 @@ func (f *Filter) conditions(args *sqlArgs) []string {
 	for _, eq := range []struct{ column, value string }{
 		{"f.original_topic", f.Topic}, {"f.publisher_system", f.PublisherSystem},
 		{"f.publisher_service", f.PublisherService}, {"f.error_code", f.ErrorCode}, {"f.message_type", f.MessageType},
+		{"f.source_topic", f.SourceTopic},
 	} {
 		if eq.value != "" {
 			c = append(c, eq.column+" = "+args.add(eq.value))
 		}
+	}
+	if len(f.SourceFormats) > 0 {
+		fs := make([]string, len(f.SourceFormats))
+		for i, sf := range f.SourceFormats {
+			fs[i] = string(sf)
+		}
+		c = append(c, "f.source_format = ANY("+args.add(fs)+"::text[])")
 	}
 	if f.GroupID != 0 {
 		c = append(c, "f.group_id = "+args.add(f.GroupID))

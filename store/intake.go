@@ -23,7 +23,37 @@ type Incoming struct {
 	// Headers are the failed record's exact headers, in order with duplicates and null values
 	// (avro.Metadata.OriginalHeaders).
 	Headers []avro.Header
+	// ValueNull marks a null original value (a tombstone): the row stores NULL whatever
+	// Event.Payload.OriginalMessage holds, and a resend produces a null value.
+	ValueNull bool
+	// Source says where the intake read the failure. The zero value is an MPFE from an
+	// unknown position.
+	Source Source
 }
+
+// Prepared is an Incoming that Prepare validated, with its causing message derived: the form in
+// which the intake hands events to IngestPrepared, so that each is checked once.
+type Prepared struct {
+	row ingestRow
+}
+
+// Prepare validates in (ValidateIncoming) and derives its causing message and group once. It
+// returns a *BadDataError (Index -1) when Postgres cannot store in as it is.
+func Prepare(in Incoming) (Prepared, error) { return prepare(-1, in) }
+
+func prepare(i int, in Incoming) (Prepared, error) {
+	cause, err := validateIncoming(i, in)
+	if err != nil {
+		return Prepared{}, err
+	}
+	return Prepared{row: newIngestRow(in, cause)}, nil
+}
+
+// CausingMessage returns the identity of the message that caused the failure (CausingMessage).
+func (p Prepared) CausingMessage() string { return p.row.causingMessage }
+
+// Incoming returns the validated event.
+func (p Prepared) Incoming() Incoming { return p.row.in }
 
 // NextAttemptFunc returns when the failure with the given attempt number (1-based) should be
 // resent, and false when its retries are exhausted. resend.Backoff.Next is one.
@@ -71,6 +101,20 @@ const maxIngestTries = 3
 // ErrBadData) and write nothing; any other error is worth retrying with the same batch.
 // docs/intake.md describes the statements.
 func (s *Store) Ingest(ctx context.Context, batch []Incoming, next NextAttemptFunc) (IngestResult, error) {
+	prepared := make([]Prepared, len(batch))
+	for i, in := range batch {
+		p, err := prepare(i, in)
+		if err != nil {
+			return IngestResult{}, fmt.Errorf("ingest: %w", err)
+		}
+		prepared[i] = p
+	}
+	return s.IngestPrepared(ctx, prepared, next)
+}
+
+// IngestPrepared is Ingest for events that Prepare validated already: it does not check them
+// again.
+func (s *Store) IngestPrepared(ctx context.Context, batch []Prepared, next NextAttemptFunc) (IngestResult, error) {
 	if next == nil {
 		return IngestResult{}, errors.New("ingest: NextAttempt is required")
 	}
@@ -78,11 +122,11 @@ func (s *Store) Ingest(ctx context.Context, batch []Incoming, next NextAttemptFu
 		return IngestResult{}, nil
 	}
 	rows := make([]ingestRow, len(batch))
-	for i, in := range batch {
-		if err := validateIncoming(i, in); err != nil {
-			return IngestResult{}, fmt.Errorf("ingest: %w", err)
+	for i, p := range batch {
+		if p.row.in.Event == nil {
+			return IngestResult{}, fmt.Errorf("ingest: event %d was not prepared (store.Prepare)", i)
 		}
-		rows[i] = newIngestRow(in)
+		rows[i] = p.row
 	}
 	for try := 1; ; try++ {
 		res, raced, err := s.ingestOnce(ctx, rows, next)
@@ -112,11 +156,11 @@ type ingestRow struct {
 	headerValues   [][]byte
 }
 
-func newIngestRow(in Incoming) ingestRow {
+func newIngestRow(in Incoming, cause string) ingestRow {
 	e := in.Event
 	r := ingestRow{
 		in:             in,
-		causingMessage: CausingMessage(e, in.Headers),
+		causingMessage: cause,
 		group: groupKey{
 			publisherService: e.Publisher.Service,
 			errorCode:        e.References.ErrorType.Code,
@@ -363,12 +407,19 @@ func ensureGroups(ctx context.Context, tx pgx.Tx, rows []ingestRow, fresh []int,
 
 // touchGroups moves last_seen of the groups forward to now. It runs last before the commit, so
 // that the row locks it takes are held only for the commit.
+//
+// The locks are taken in id order by a SELECT … ORDER BY id FOR NO KEY UPDATE, and only then
+// are the rows updated: an UPDATE … WHERE id = ANY(…) alone locks the rows in the order its plan
+// visits them (an index scan in id order, a bitmap or sequential scan in physical order, which
+// updates keep changing), so two instances touching overlapping groups could lock them in
+// opposite orders and deadlock. FOR NO KEY UPDATE, the lock an UPDATE of last_seen takes, does
+// not conflict with the KEY SHARE locks that the foreign key of concurrent COPYs holds.
 func touchGroups(ctx context.Context, tx pgx.Tx, groups map[groupKey]int64, now time.Time) error {
 	ids := make([]int64, 0, len(groups))
 	for _, id := range groups {
 		ids = append(ids, id)
 	}
-	slices.Sort(ids) // one lock order for every instance
+	slices.Sort(ids)
 	if _, err := tx.Exec(ctx, touchGroupsSQL, ids, now); err != nil {
 		return fmt.Errorf("update groups' last_seen: %w", err)
 	}
@@ -387,7 +438,10 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(publisher_servi
 JOIN failure_groups g USING (publisher_service, message_type, error_code, stack_trace_hash)`
 
 const touchGroupsSQL = `
-UPDATE failure_groups SET last_seen = $2 WHERE id = ANY($1) AND last_seen < $2`
+WITH locked AS (
+	SELECT id FROM failure_groups WHERE id = ANY($1) AND last_seen < $2 ORDER BY id FOR NO KEY UPDATE
+)
+UPDATE failure_groups g SET last_seen = $2 FROM locked WHERE g.id = locked.id AND g.last_seen < $2`
 
 // failureColumns are the columns Ingest writes, in the order of ingestRow.values.
 var failureColumns = []string{
@@ -396,6 +450,7 @@ var failureColumns = []string{
 	"original_topic", "original_partition", "original_offset", "original_key", "original_value", "header_names", "header_values",
 	"message_id", "message_idempotence_id", "message_created", "message_system", "message_service", "message_type", "message_type_version",
 	"causing_message", "attempt", "next_attempt_at", "state_reason", "group_id", "created_at", "updated_at",
+	"source_format", "source_topic", "source_partition", "source_offset",
 }
 
 // values returns the row for failureColumns.
@@ -407,8 +462,17 @@ func (r *ingestRow) values(o *IngestOutcome, nextAt *time.Time, reason *string, 
 		md = &avro.Metadata{}
 	}
 	value := p.OriginalMessage
-	if value == nil {
+	if r.in.ValueNull {
+		value = nil // NULL: a tombstone
+	} else if value == nil {
 		value = []byte{}
+	}
+	src := r.in.Source
+	var srcTopic *string
+	var srcPartition *int32
+	var srcOffset *int64
+	if src.Topic != "" {
+		srcTopic, srcPartition, srcOffset = &src.Topic, &src.Partition, &src.Offset
 	}
 	return []any{
 		o.ID, string(o.State), string(e.References.ErrorType.Temporality), e.References.ErrorType.Code, p.ErrorMessage,
@@ -418,6 +482,7 @@ func (r *ingestRow) values(o *IngestOutcome, nextAt *time.Time, reason *string, 
 		r.headerNames, r.headerValues,
 		md.EventID, md.IdempotenceID, md.Created, md.System, md.Service, md.MessageTypeName, md.MessageTypeVersion,
 		r.causingMessage, o.Attempt, nextAt, reason, o.GroupID, now, now,
+		string(src.format()), srcTopic, srcPartition, srcOffset,
 	}
 }
 

@@ -66,8 +66,14 @@ type FailureSummary struct {
 	GroupID          int64
 	// KeySize is the key's length in bytes; nil for a null key.
 	KeySize *int
-	// ValueSize is the value's length in bytes.
-	ValueSize     int
+	// ValueSize is the value's length in bytes (0 for a null value).
+	ValueSize int
+	// ValueNull is true when the original value was null (a tombstone).
+	ValueNull bool
+	// SourceFormat is the format of the topic the failure was read from; SourceTopic that topic
+	// (nil for rows stored before it was kept).
+	SourceFormat  SourceFormat
+	SourceTopic   *string
 	NextAttemptAt *time.Time
 	ResentAt      *time.Time
 	ClosedAt      *time.Time
@@ -93,8 +99,8 @@ type FailureDetail struct {
 const summaryColumns = `f.id, f.state, f.state_reason, f.temporality, f.error_code, left(f.error_message, 500),
 	f.publisher_system, f.publisher_service, f.original_topic, f.original_partition, f.original_offset,
 	f.message_type, f.causing_message, f.attempt, f.group_id, octet_length(f.original_key),
-	octet_length(f.original_value), f.next_attempt_at, f.resent_at, f.closed_at, f.event_created,
-	f.created_at, f.updated_at`
+	coalesce(octet_length(f.original_value), 0), f.original_value IS NULL, f.source_format, f.source_topic,
+	f.next_attempt_at, f.resent_at, f.closed_at, f.event_created, f.created_at, f.updated_at`
 
 func scanSummaries(rows pgx.Rows) ([]FailureSummary, error) {
 	defer rows.Close()
@@ -104,7 +110,7 @@ func scanSummaries(rows pgx.Rows) ([]FailureSummary, error) {
 		if err := rows.Scan(&s.ID, &s.State, &s.StateReason, &s.Temporality, &s.ErrorCode, &s.ErrorMessage,
 			&s.PublisherSystem, &s.PublisherService, &s.Topic, &s.Partition, &s.Offset,
 			&s.MessageType, &s.CausingMessage, &s.Attempt, &s.GroupID, &s.KeySize,
-			&s.ValueSize, &s.NextAttemptAt, &s.ResentAt, &s.ClosedAt, &s.EventCreated,
+			&s.ValueSize, &s.ValueNull, &s.SourceFormat, &s.SourceTopic, &s.NextAttemptAt, &s.ResentAt, &s.ClosedAt, &s.EventCreated,
 			&s.CreatedAt, &s.UpdatedAt); err != nil {
 			return nil, err
 		}
@@ -315,7 +321,8 @@ func (s *Store) FailureByID(ctx context.Context, id uuid.UUID) (*FailureDetail, 
 			message_idempotence_id, message_created, message_system, message_service, message_type,
 			message_type_version, causing_message, attempt, next_attempt_at, resend_failures,
 			last_resend_error, resent_at, l.owner, l.lease_until, closed_reason, closed_by,
-			closed_at, group_id, created_at, updated_at
+			closed_at, group_id, created_at, updated_at, original_value IS NULL, source_format,
+			source_topic, source_partition, source_offset
 		FROM failures f
 		LEFT JOIN LATERAL (
 			SELECT c.owner, c.lease_until FROM resend_claims c
@@ -330,7 +337,8 @@ func (s *Store) FailureByID(ctx context.Context, id uuid.UUID) (*FailureDetail, 
 		&f.MessageIdempotenceID, &f.MessageCreated, &f.MessageSystem, &f.MessageService, &f.MessageType,
 		&f.MessageTypeVersion, &f.CausingMessage, &f.Attempt, &f.NextAttemptAt, &f.ResendFailures,
 		&f.LastResendError, &f.ResentAt, &d.LeaseOwner, &d.LeaseUntil, &f.ClosedReason, &f.ClosedBy,
-		&f.ClosedAt, &f.GroupID, &f.CreatedAt, &f.UpdatedAt)
+		&f.ClosedAt, &f.GroupID, &f.CreatedAt, &f.UpdatedAt, &f.ValueNull, &f.SourceFormat,
+		&f.SourceTopic, &f.SourcePartition, &f.SourceOffset)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -344,7 +352,10 @@ func (s *Store) FailureByID(ctx context.Context, id uuid.UUID) (*FailureDetail, 
 	for i := range names {
 		f.Headers[i] = avro.Header{Name: names[i], Value: values[i]}
 	}
-	if f.Value == nil {
+	switch {
+	case f.ValueNull:
+		f.Value = nil
+	case f.Value == nil:
 		f.Value = []byte{}
 	}
 	return &d, nil

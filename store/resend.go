@@ -22,9 +22,12 @@ type ResendItem struct {
 	Partition int32
 	Offset    int64
 	Key       []byte        // nil for a null key
-	Value     []byte        // exactly as stored
+	Value     []byte        // exactly as stored; nil for a null value (a tombstone)
 	Headers   []avro.Header // in order, duplicates kept; a nil Value is a null value
 
+	// SourceFormat is the format of the source the failure was read from: a resend leaves out
+	// the headers that the format's writer added (SourceFormat.IsErrorHeader).
+	SourceFormat SourceFormat
 	// PublisherService is the service that failed to process the record.
 	PublisherService string
 	// CausingMessage identifies the message across resends.
@@ -41,20 +44,22 @@ type ResendItem struct {
 
 const resendItemColumns = `f.id, f.state, f.original_topic, f.original_partition, f.original_offset,
 	f.original_key, f.original_value, f.header_names, f.header_values, f.publisher_service,
-	f.causing_message, f.attempt, f.resend_failures, f.next_attempt_at, f.group_id`
+	f.causing_message, f.attempt, f.resend_failures, f.next_attempt_at, f.group_id, f.source_format,
+	f.original_value IS NULL`
 
 func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
 	defer rows.Close()
 	var out []ResendItem
 	for rows.Next() {
 		var (
-			it     ResendItem
-			names  []string
-			values [][]byte
+			it        ResendItem
+			names     []string
+			values    [][]byte
+			valueNull bool
 		)
 		if err := rows.Scan(&it.ID, &it.State, &it.Topic, &it.Partition, &it.Offset, &it.Key, &it.Value,
 			&names, &values, &it.PublisherService, &it.CausingMessage, &it.Attempt, &it.ResendFailures,
-			&it.NextAttemptAt, &it.GroupID); err != nil {
+			&it.NextAttemptAt, &it.GroupID, &it.SourceFormat, &valueNull); err != nil {
 			return nil, err
 		}
 		if len(names) != len(values) {
@@ -64,8 +69,11 @@ func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
 		for i := range names {
 			it.Headers[i] = avro.Header{Name: names[i], Value: values[i]}
 		}
-		if it.Value == nil {
-			it.Value = []byte{} // the column is NOT NULL; keep a non-nil (non-tombstone) value
+		switch {
+		case valueNull:
+			it.Value = nil // a tombstone: resent as a null value
+		case it.Value == nil:
+			it.Value = []byte{} // an empty value stays a non-null one
 		}
 		out = append(out, it)
 	}

@@ -61,7 +61,10 @@ const (
 // ValidateIncoming returns a *BadDataError when Postgres cannot store in as it is: an empty
 // idempotenceId, text that is not UTF-8 or holds a NUL character, a bad temporality, a time
 // outside years 1 to 9999, an indexed text over MaxKeyText or a group key over MaxGroupKey.
-func ValidateIncoming(in Incoming) error { return validateIncoming(-1, in) }
+func ValidateIncoming(in Incoming) error {
+	_, err := validateIncoming(-1, in)
+	return err
+}
 
 // classify marks the database errors that depend on the data and that retrying cannot fix as
 // bad data: data exceptions (class 22) and program limits (class 54, e.g. an index row too
@@ -84,13 +87,24 @@ var (
 	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 )
 
-func validateIncoming(i int, in Incoming) error {
-	bad := func(field, format string, args ...any) error {
-		return &BadDataError{Index: i, Field: field, Reason: fmt.Sprintf(format, args...)}
+// validateIncoming checks in (ValidateIncoming) and returns its causing message; i is its index
+// in the batch for the error, -1 for none.
+func validateIncoming(i int, in Incoming) (string, error) {
+	bad := func(field, format string, args ...any) (string, error) {
+		return "", &BadDataError{Index: i, Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	e := in.Event
 	if e == nil {
 		return bad("", "no event")
+	}
+	if f := in.Source.format(); !f.Valid() {
+		return bad("source.format", "%q is not a source format", string(f))
+	}
+	if err := checkText(in.Source.Topic); err != "" {
+		return bad("source.topic", "%s", err)
+	}
+	if len(in.Source.Topic) > MaxKeyText {
+		return bad("source.topic", "%d bytes, limit %d", len(in.Source.Topic), MaxKeyText)
 	}
 	if e.Identity.IdempotenceID == "" {
 		return bad("identity.idempotenceId", "empty")
@@ -143,7 +157,7 @@ func validateIncoming(i int, in Incoming) error {
 			return bad(fmt.Sprintf("headers[%d].name", j), "%s", err)
 		}
 	}
-	cm := CausingMessage(e, in.Headers)
+	cm := in.causingMessage()
 	if err := checkText(cm); err != "" {
 		return bad("causing message ("+avro.HeaderOrigin+" header)", "%s", err)
 	}
@@ -163,7 +177,7 @@ func validateIncoming(i int, in Incoming) error {
 	if c := e.Identity.Created; c.Before(minTime) || c.After(maxTime) {
 		return bad("identity.created", "%s is outside years 1 to 9999", c)
 	}
-	return nil
+	return cm, nil
 }
 
 // checkText says why Postgres cannot store s as text, or "".

@@ -49,6 +49,7 @@ func benchIntake(ctx context.Context, args []string) error {
 		batch      = fs.Int("batch", intake.DefaultBatchSize, "intake batch size")
 		runs       = fs.Int("runs", 3, "runs of phases 1 and 2, alternated; phase 3 runs once")
 		writers    = fs.Int("writers", intake.DefaultWriters, "intake writers (Postgres connections writing batches at once)")
+		spring     = fs.Bool("spring", true, "also measure the intake of a Spring Kafka dead-letter topic (phase 2s) in each run")
 		dbURL      = scratchServerFlag(fs)
 	)
 	if err := fs.Parse(args); err != nil {
@@ -76,6 +77,14 @@ func benchIntake(ctx context.Context, args []string) error {
 	events, encoded, err := intakeBenchEvents(codec, max(*n, *jeapN), *valueSize)
 	if err != nil {
 		return err
+	}
+	mpfeRecords := make([]intakeBenchRecord, *n)
+	for i := range mpfeRecords {
+		mpfeRecords[i] = intakeBenchRecord{key: []byte("key-" + strconv.Itoa(i)), value: encoded[i]}
+	}
+	var springRecords []intakeBenchRecord
+	if *spring {
+		springRecords = intakeSpringRecords(*n, *valueSize)
 	}
 	rss := intakeStartRSSSampler()
 	defer rss.stop()
@@ -109,7 +118,7 @@ func benchIntake(ctx context.Context, args []string) error {
 		return rate, startRSS, peakRSS, nil
 	}
 
-	var copyRates, intakeRates, ratios []float64
+	var copyRates, intakeRates, ratios, springRates, springRatios []float64
 	var intakeRSS int64 // the largest over the runs
 	dsn := pool.Config().ConnString()
 	for r := 1; r <= *runs; r++ {
@@ -118,7 +127,7 @@ func benchIntake(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		cluster, bootstrap, err := intakeLoadedCluster(encoded[:*n], *partitions)
+		cluster, bootstrap, err := intakeLoadedCluster("errors", mpfeRecords, *partitions)
 		if err != nil {
 			return err
 		}
@@ -126,7 +135,7 @@ func benchIntake(ctx context.Context, args []string) error {
 		var workerCPU time.Duration
 		ir, _, _, err := measure("2 intake (kfake -> Postgres)", *n, func() error {
 			var err error
-			workerRSS, workerCPU, err = intakeRun(ctx, dsn, cluster, bootstrap, *n, *batch, *writers)
+			workerRSS, workerCPU, err = intakeRun(ctx, dsn, cluster, bootstrap, "mpfe:errors", *n, *batch, *writers)
 			return err
 		})
 		cluster.Close()
@@ -137,6 +146,24 @@ func benchIntake(ctx context.Context, args []string) error {
 			float64(workerRSS)/(1<<20), workerCPU.Seconds())
 		copyRates, intakeRates, ratios = append(copyRates, cr), append(intakeRates, ir), append(ratios, ir/cr)
 		intakeRSS = max(intakeRSS, workerRSS)
+		if !*spring {
+			continue
+		}
+		cluster, bootstrap, err = intakeLoadedCluster("orders.DLT", springRecords, *partitions)
+		if err != nil {
+			return err
+		}
+		sr, _, _, err := measure("2s intake spring (kfake -> PG)", *n, func() error {
+			var err error
+			workerRSS, workerCPU, err = intakeRun(ctx, dsn, cluster, bootstrap, "spring:orders.DLT", *n, *batch, *writers)
+			return err
+		})
+		cluster.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("    intake process: peak RSS %.0f MiB, CPU %.2f s\n", float64(workerRSS)/(1<<20), workerCPU.Seconds())
+		springRates, springRatios = append(springRates, sr), append(springRatios, sr/ir)
 	}
 	jr, _, jeapRSS, err := measure("3 jEAP per-record emulation", *jeapN, func() error { return intakePerRecord(ctx, pool, codec, encoded[:*jeapN]) })
 	if err != nil {
@@ -150,6 +177,10 @@ func benchIntake(ctx context.Context, args []string) error {
 	fmt.Printf("  3 jEAP per-record emulation    %9.0f rows/s  peak RSS %.0f MiB\n", jr, float64(jeapRSS)/(1<<20))
 	fmt.Printf("ratio 2/1 = %.2f (median of the runs' ratios; target >= 0.5)\n", intakeMedian(ratios))
 	fmt.Printf("ratio 2/3 = %.1f (target >= 10)\n", intakeMedian(intakeRates)/jr)
+	if *spring {
+		fmt.Printf("  2s intake spring               %9.0f rows/s\n", intakeMedian(springRates))
+		fmt.Printf("ratio 2s/2 = %.2f (median of the runs' ratios; target >= 0.9)\n", intakeMedian(springRatios))
+	}
 	return nil
 }
 
@@ -258,9 +289,54 @@ func intakeRawCopy(ctx context.Context, pool *pgxpool.Pool, events []store.Incom
 	return err
 }
 
-// intakeLoadedCluster starts a kfake cluster and produces the encoded events to its error topic.
-func intakeLoadedCluster(encoded [][]byte, partitions int) (*kfake.Cluster, string, error) {
-	cluster, bootstrap, err := startCluster(map[string]int{"errors": partitions, "errors-dlt": 1})
+// intakeBenchRecord is one record of a source topic.
+type intakeBenchRecord struct {
+	key, value []byte
+	headers    []kafka.Header
+}
+
+// intakeSpringRecords returns n records as Spring Kafka's DeadLetterPublishingRecoverer writes
+// them: the original key, value and two headers, then the kafka_dlt-* set with a stack trace,
+// spread over 20 groups like the MPFEs of intakeBenchEvents.
+func intakeSpringRecords(n, valueSize int) []intakeBenchRecord {
+	out := make([]intakeBenchRecord, n)
+	be := func(v uint64, size int) []byte {
+		b := make([]byte, 8)
+		for i := 7; i >= 0; i-- {
+			b[i] = byte(v)
+			v >>= 8
+		}
+		return b[8-size:]
+	}
+	for i := range out {
+		value := make([]byte, valueSize)
+		_, _ = rand.Read(value)
+		trace := fmt.Sprintf("java.lang.IllegalStateException: boom\n\tat ch.example.Handler.handle(Handler.java:%d)\n\tat ch.example.Listener%d.onMessage(Listener.java:17)", 40+i%7, i%4)
+		out[i] = intakeBenchRecord{
+			key:   []byte("order-" + strconv.Itoa(i)),
+			value: value,
+			headers: []kafka.Header{
+				{Key: "traceparent", Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")},
+				{Key: "content-type", Value: []byte("application/avro")},
+				{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
+				{Key: "kafka_dlt-original-partition", Value: be(uint64(i%12), 4)},
+				{Key: "kafka_dlt-original-offset", Value: be(uint64(i), 8)},
+				{Key: "kafka_dlt-original-timestamp", Value: be(uint64(time.Now().UnixMilli()), 8)},
+				{Key: "kafka_dlt-original-timestamp-type", Value: []byte("CreateTime")},
+				{Key: "kafka_dlt-original-consumer-group", Value: []byte("service-" + strconv.Itoa(i%5))},
+				{Key: "kafka_dlt-exception-fqcn", Value: []byte("org.springframework.kafka.listener.ListenerExecutionFailedException")},
+				{Key: "kafka_dlt-exception-cause-fqcn", Value: []byte("java.lang.IllegalStateException")},
+				{Key: "kafka_dlt-exception-message", Value: []byte("could not process the order")},
+				{Key: "kafka_dlt-exception-stacktrace", Value: []byte(trace)},
+			},
+		}
+	}
+	return out
+}
+
+// intakeLoadedCluster starts a kfake cluster and produces the records to topic.
+func intakeLoadedCluster(topic string, records []intakeBenchRecord, partitions int) (*kfake.Cluster, string, error) {
+	cluster, bootstrap, err := startCluster(map[string]int{topic: partitions, "errors-dlt": 1})
 	if err != nil {
 		return nil, "", err
 	}
@@ -277,16 +353,15 @@ func intakeLoadedCluster(encoded [][]byte, partitions int) (*kfake.Cluster, stri
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for range encoded {
+		for range records {
 			if m := (<-reports).(*kafka.Message); m.TopicPartition.Error != nil && deliveryErr == nil {
 				deliveryErr = m.TopicPartition.Error
 			}
 		}
 	}()
-	topic := "errors"
-	for i, v := range encoded {
+	for _, r := range records {
 		msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
-			Key: []byte("key-" + strconv.Itoa(i)), Value: v}
+			Key: r.key, Value: r.value, Headers: r.headers}
 		for {
 			err := prod.Produce(msg, reports)
 			var ke kafka.Error
@@ -313,14 +388,18 @@ func intakeLoadedCluster(encoded [][]byte, partitions int) (*kfake.Cluster, stri
 // that its memory and CPU are measured apart from the in-process Kafka and the test data, until
 // the group committed the end of every partition; then it stops the child, which shuts down
 // gracefully. It returns the child's peak RSS and CPU time.
-func intakeRun(ctx context.Context, dsn string, cluster *kfake.Cluster, bootstrap string, n, batch, writers int) (int64, time.Duration, error) {
+func intakeRun(ctx context.Context, dsn string, cluster *kfake.Cluster, bootstrap, source string, n, batch, writers int) (int64, time.Duration, error) {
 	const group = "bench-intake"
+	src, err := intake.ParseSource(source)
+	if err != nil {
+		return 0, 0, err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, 0, err
 	}
 	cmd := exec.CommandContext(ctx, exe, "intake-worker", "-bootstrap", bootstrap, "-database-url", dsn,
-		"-group", group, "-batch", strconv.Itoa(batch), "-writers", strconv.Itoa(writers))
+		"-group", group, "-batch", strconv.Itoa(batch), "-writers", strconv.Itoa(writers), "-source", source)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return 0, 0, err
@@ -338,7 +417,7 @@ func intakeRun(ctx context.Context, dsn string, cluster *kfake.Cluster, bootstra
 		}
 		var committed int64
 		if info := cluster.GroupInfo(group); info != nil {
-			for _, c := range info.Commits["errors"] {
+			for _, c := range info.Commits[src.Topic] {
 				committed += c.Offset
 			}
 		}
@@ -363,8 +442,8 @@ func intakeRun(ctx context.Context, dsn string, cluster *kfake.Cluster, bootstra
 
 func init() { commands["intake-worker"] = intakeWorker }
 
-// intakeWorker runs the intake of `redrive serve` on the error topic "errors" until SIGTERM:
-// the child process of the intake benchmark.
+// intakeWorker runs the intake of `redrive serve` on one source (-source, default the error
+// topic "errors") until SIGTERM: the child process of the intake benchmark.
 func intakeWorker(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("intake-worker", flag.ContinueOnError)
 	var (
@@ -373,6 +452,7 @@ func intakeWorker(ctx context.Context, args []string) error {
 		group     = fs.String("group", "bench-intake", "consumer group")
 		batch     = fs.Int("batch", intake.DefaultBatchSize, "batch size")
 		writers   = fs.Int("writers", intake.DefaultWriters, "writers")
+		source    = fs.String("source", "mpfe:errors", "the source to read, as -source of redrive serve")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -386,9 +466,13 @@ func intakeWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	src, err := intake.ParseSource(*source)
+	if err != nil {
+		return err
+	}
 	in, err := intake.New(intake.Config{
 		Store: st, NextAttempt: resend.DefaultBackoff().Next, Bootstrap: *bootstrap,
-		Topic: "errors", DeadLetterTopic: "errors-dlt", GroupID: *group, BatchSize: *batch, Writers: *writers,
+		Sources: []intake.Source{src}, DeadLetterTopic: "errors-dlt", GroupID: *group, BatchSize: *batch, Writers: *writers,
 		ConsumerConfig: kafka.ConfigMap{"log_level": 3},
 		ProducerConfig: kafka.ConfigMap{"log_level": 3},
 		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),

@@ -15,9 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/intake"
 	"github.com/redrive/redrive/internal/demo"
 	"github.com/redrive/redrive/internal/pgtemp"
 	"github.com/redrive/redrive/migrations"
+	"github.com/redrive/redrive/store"
 )
 
 // Topic names of the demo.
@@ -25,6 +28,11 @@ const (
 	demoOrdersTopic = "orders"
 	demoErrorTopic  = "redrive.errors"
 	demoDLTTopic    = "redrive.errors.dlt"
+	// A Spring Kafka consumer of payments and a Kafka Connect sink of invoices dead-letter here.
+	demoPaymentsTopic = "payments"
+	demoSpringDLT     = "payments.DLT"
+	demoInvoicesTopic = "invoices"
+	demoConnectDLQ    = "jdbc-sink.dlq"
 )
 
 // demoConfig is the configuration of `redrive demo`.
@@ -98,6 +106,7 @@ type demoRun struct {
 	svc       *service
 	group     *errgroup.Group
 	generator *demo.Generator
+	feeder    *demo.DeadLetters
 	good      atomic.Int64
 	recovered atomic.Int64
 }
@@ -112,7 +121,8 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 		}
 	}()
 
-	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, demoOrdersTopic, demoErrorTopic, demoDLTTopic),
+	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, demoOrdersTopic, demoErrorTopic, demoDLTTopic,
+		demoPaymentsTopic, demoSpringDLT, demoInvoicesTopic, demoConnectDLQ),
 		kfake.GroupMinSessionTimeout(100 * time.Millisecond)}
 	if cfg.KafkaPort != 0 {
 		kopts = append(kopts, kfake.Ports(cfg.KafkaPort))
@@ -141,6 +151,10 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 
 	scfg := serveConfig{
 		DatabaseURL: d.dsn, KafkaBootstrap: bootstrap, ErrorTopic: demoErrorTopic, DLTTopic: demoDLTTopic,
+		Sources: []intake.Source{
+			{Format: store.SourceSpring, Topic: demoSpringDLT, Temporality: avro.Temporary},
+			{Format: store.SourceConnect, Topic: demoConnectDLQ, OriginalTopic: demoInvoicesTopic},
+		},
 		GroupID: "redrive-demo", HTTPAddr: cfg.HTTPAddr, BatchSize: 500, BatchWait: 100 * time.Millisecond,
 		MaxEventSize: 16 << 20, StateMetricsInterval: 2 * time.Second, ShutdownTimeout: 15 * time.Second,
 		LogLevel: cfg.LogLevel, LogFormat: "text",
@@ -178,11 +192,19 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 		return nil, err
 	}
 
+	if d.feeder, err = demo.NewDeadLetters(demo.DeadLettersConfig{Brokers: bootstrap, SpringTopic: demoSpringDLT,
+		SpringOriginalTopic: demoPaymentsTopic, ConnectTopic: demoConnectDLQ, ConnectOriginalTopic: demoInvoicesTopic,
+		Rate: max(cfg.Rate/8, 0.25), Logger: logger}); err != nil {
+		ln.Close()
+		return nil, err
+	}
+
 	var gctx context.Context
 	d.group, gctx = errgroup.WithContext(ctx)
 	d.group.Go(func() error { return d.svc.run(gctx, ln) })
 	d.group.Go(func() error { return orders.Run(gctx) })
 	d.group.Go(func() error { return d.generator.Run(gctx) })
+	d.group.Go(func() error { return d.feeder.Run(gctx) })
 	return d, nil
 }
 
@@ -235,9 +257,13 @@ func (d *demoRun) printBanner(w io.Writer) {
   PostgreSQL      %[3]s
   Topics          %[4]s (sample consumer "order-service") -> %[5]s (errors) -> redrive;
                   records that are not events go to %[6]s
+                  %[9]s (Spring Kafka dead-letter topic of %[10]s, temporary) and
+                  %[11]s (Kafka Connect dead-letter queue of %[12]s) -> redrive
 
 A generator produces %[7]g orders/s: good ones, undecodable bytes, temporary failures (resent
-by the scheduler after ~%[8]s and then handled), permanent failures and panics.
+by the scheduler after ~%[8]s and then handled), permanent failures and panics; a feeder writes
+Spring and Connect dead-letter records as the Java code does; their failures record their
+source format (spring, connect) and where they were found.
 
 Try this:
   open %[1]s
@@ -249,7 +275,8 @@ Try this:
   curl -s '%[1]s/demo/consumer/health'
   curl -s '%[1]s/metrics' | grep ^redrive_
   kcat -b %[2]s -t %[5]s -C -c 1 -e -f '%%s' | go run ./cmd/redrive event decode
-`, d.uiURL, strings.Join(d.kafka.ListenAddrs(), ","), db, demoOrdersTopic, demoErrorTopic, demoDLTTopic, d.cfg.Rate, d.cfg.RetryBase)
+`, d.uiURL, strings.Join(d.kafka.ListenAddrs(), ","), db, demoOrdersTopic, demoErrorTopic, demoDLTTopic, d.cfg.Rate, d.cfg.RetryBase,
+		demoSpringDLT, demoPaymentsTopic, demoConnectDLQ, demoInvoicesTopic)
 }
 
 // displayAddr turns a listener address into one a browser can open.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/store"
 )
 
 // TestDemoEndToEnd runs the demo's wiring for a bounded time: the API shows failures of every
@@ -85,6 +87,28 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Fatalf("after 90s: kinds %v, %d resent, %d recovered, %d good", seen, resent, d.recovered.Load(), d.good.Load())
 		}
 		time.Sleep(200 * time.Millisecond) // polling interval
+	}
+	// The feeder's Spring and Connect dead-letter records are stored as failures of their sources.
+	for _, format := range []store.SourceFormat{store.SourceSpring, store.SourceConnect} {
+		for {
+			n, err := d.svc.store.CountFailures(ctx, store.Filter{SourceFormats: []store.SourceFormat{format}})
+			if err == nil && n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no failure of the %s source after 90s (%v)", format, err)
+			}
+			time.Sleep(200 * time.Millisecond) // polling interval
+		}
+	}
+	if resp, err := http.Get(d.uiURL + "/metrics"); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, check := range []string{`check="bad spring header"`, `check="bad connect header"`} {
+			if bytes.Contains(body, []byte(check)) {
+				t.Errorf("the feeder's records were dead-lettered: %s", check)
+			}
+		}
 	}
 	// The UI answers too (no authentication in the demo).
 	resp, err := http.Get(d.uiURL + "/failures")

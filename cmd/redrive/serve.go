@@ -121,6 +121,7 @@ func (s *service) build(ctx context.Context) error {
 		ConsumerConfig:  s.cfg.KafkaConfig,
 		ProducerConfig:  s.cfg.KafkaConfig,
 		Topic:           s.cfg.ErrorTopic,
+		Sources:         s.cfg.Sources,
 		DeadLetterTopic: s.cfg.DLTTopic,
 		GroupID:         s.cfg.GroupID,
 		BatchSize:       s.cfg.BatchSize,

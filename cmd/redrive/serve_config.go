@@ -18,9 +18,11 @@ import (
 
 // serveConfig is the configuration of `redrive serve`, from flags with environment defaults.
 type serveConfig struct {
-	DatabaseURL       string
-	KafkaBootstrap    string
-	ErrorTopic        string
+	DatabaseURL    string
+	KafkaBootstrap string
+	ErrorTopic     string
+	// Sources are the further topics the intake reads (-source, REDRIVE_SOURCES).
+	Sources           []intake.Source
 	DLTTopic          string
 	GroupID           string
 	SchemaRegistryURL string
@@ -118,6 +120,54 @@ func (e *envFlags) Duration(name, env string, def time.Duration, usage string) *
 	return e.fs.Duration(name, def, e.describe(usage, env))
 }
 
+// Sources defines a repeatable flag of intake sources whose default is the variable's list
+// (entries separated by commas or newlines); given on the command line, the flags replace the
+// variable's entries. The returned function parses them once the flags are parsed.
+func (e *envFlags) Sources(name, env, usage string) func() ([]intake.Source, error) {
+	e.envOf[name] = env
+	v := &sourceFlag{env: e.getenv(env)}
+	e.fs.Var(v, name, e.describe(usage, env))
+	return func() ([]intake.Source, error) {
+		if v.set {
+			var out []intake.Source
+			var errs []error
+			for _, spec := range v.flags {
+				s, err := intake.ParseSource(spec)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				out = append(out, s)
+			}
+			return out, errors.Join(errs...)
+		}
+		return intake.ParseSources(v.env)
+	}
+}
+
+// sourceFlag collects the -source flags.
+type sourceFlag struct {
+	env   string
+	flags []string
+	set   bool
+}
+
+func (f *sourceFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	if f.set {
+		return strings.Join(f.flags, ",")
+	}
+	return f.env
+}
+
+func (f *sourceFlag) Set(v string) error {
+	f.set = true
+	f.flags = append(f.flags, v)
+	return nil
+}
+
 // name returns "VAR (-flag)" for messages.
 func (e *envFlags) name(flagName string) string {
 	return e.envOf[flagName] + " (-" + flagName + ")"
@@ -130,7 +180,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	ef := &envFlags{fs: fs, getenv: getenv, envOf: map[string]string{}}
 	dbURL := ef.String("database-url", "REDRIVE_DATABASE_URL", "", "Postgres connection string (required)")
 	bootstrap := ef.String("kafka-bootstrap", "REDRIVE_KAFKA_BOOTSTRAP", "", "Kafka bootstrap servers, host:port[,host:port] (required)")
-	errorTopic := ef.String("error-topic", "REDRIVE_ERROR_TOPIC", "", "topic of the MessageProcessingFailedEvents to consume (required)")
+	errorTopic := ef.String("error-topic", "REDRIVE_ERROR_TOPIC", "", "topic of the MessageProcessingFailedEvents to consume, the same as -source mpfe:TOPIC (required unless -source is given)")
+	sources := ef.Sources("source", "REDRIVE_SOURCES", "a topic to read failures from, FORMAT:TOPIC[=ORIGINAL_TOPIC][?option=value&...] with FORMAT mpfe, spring, connect, streams or raw; repeatable (the variable: entries separated by commas or newlines); see docs/configuration.md")
 	dltTopic := ef.String("dlt-topic", "REDRIVE_DLT_TOPIC", "", "the service's own dead-letter topic for records that are not valid events (required, not the error topic)")
 	groupID := ef.String("group-id", "REDRIVE_GROUP_ID", intake.DefaultGroupID, "Kafka consumer group of the intake")
 	registry := ef.String("schema-registry-url", "REDRIVE_SCHEMA_REGISTRY_URL", "", "schema registry URL; without it, dead-letter events use Avro single-object encoding and Confluent-framed events decode with the built-in schema")
@@ -181,14 +232,35 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	for _, req := range []struct{ flag, value string }{
 		{"database-url", cfg.DatabaseURL}, {"kafka-bootstrap", cfg.KafkaBootstrap},
-		{"error-topic", cfg.ErrorTopic}, {"dlt-topic", cfg.DLTTopic}, {"group-id", cfg.GroupID}, {"http-addr", cfg.HTTPAddr},
+		{"dlt-topic", cfg.DLTTopic}, {"group-id", cfg.GroupID}, {"http-addr", cfg.HTTPAddr},
 	} {
 		if strings.TrimSpace(req.value) == "" {
 			bad(req.flag, "is required")
 		}
 	}
+	srcs, srcErr := sources()
+	cfg.Sources = srcs
+	if srcErr != nil {
+		bad("source", "has a bad entry:\n%v", srcErr)
+	}
+	if strings.TrimSpace(cfg.ErrorTopic) == "" && len(cfg.Sources) == 0 && srcErr == nil {
+		bad("error-topic", "is required (or give REDRIVE_SOURCES (-source))")
+	}
 	if cfg.ErrorTopic != "" && cfg.ErrorTopic == cfg.DLTTopic {
 		bad("dlt-topic", "is the error topic %q: a bad record would loop forever; use a topic of its own", cfg.ErrorTopic)
+	}
+	seen := map[string]string{}
+	if cfg.ErrorTopic != "" {
+		seen[cfg.ErrorTopic] = "mpfe:" + cfg.ErrorTopic + " (-error-topic)"
+	}
+	for _, src := range cfg.Sources {
+		if prev, ok := seen[src.Topic]; ok {
+			bad("source", "entry %q reads topic %q, which %s reads already", src.String(), src.Topic, prev)
+		}
+		seen[src.Topic] = src.String()
+		if src.Topic == cfg.DLTTopic {
+			bad("source", "entry %q reads the dead-letter topic %q (-dlt-topic): a bad record would loop forever", src.String(), cfg.DLTTopic)
+		}
 	}
 	if kc, err := parseKafkaConfig(*kafkaConfig); err != nil {
 		bad("kafka-config", "%v", err)

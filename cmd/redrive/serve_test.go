@@ -22,6 +22,16 @@ import (
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// mergeEnv returns a copy of m with k set to v.
+func mergeEnv(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for a, b := range m {
+		out[a] = b
+	}
+	out[k] = v
+	return out
+}
+
 func TestServeConfig(t *testing.T) {
 	t.Parallel()
 	full := map[string]string{
@@ -43,6 +53,17 @@ func TestServeConfig(t *testing.T) {
 		t.Errorf("a flag does not override its variable: %+v, %v", cfg, err)
 	}
 
+	withSources := mergeEnv(full, "REDRIVE_SOURCES", "spring:orders.DLT?temporality=TEMPORARY, connect:sink.dlq=payments\nraw:x.DLQ=x")
+	delete(withSources, "REDRIVE_ERROR_TOPIC")
+	cfg, err = parseServeConfig(nil, envMap(withSources), &errOut)
+	if err != nil || len(cfg.Sources) != 3 || cfg.Sources[1].OriginalTopic != "payments" || cfg.ErrorTopic != "" {
+		t.Errorf("sources from the variable: %+v, %v\n%s", cfg.Sources, err, errOut.String())
+	}
+	cfg, err = parseServeConfig([]string{"-source", "streams:s.dlq"}, envMap(withSources), &errOut)
+	if err != nil || len(cfg.Sources) != 1 || cfg.Sources[0].Topic != "s.dlq" {
+		t.Errorf("-source does not replace the variable: %+v, %v", cfg.Sources, err)
+	}
+
 	cases := []struct {
 		name string
 		env  map[string]string
@@ -50,7 +71,7 @@ func TestServeConfig(t *testing.T) {
 		want []string
 	}{
 		{"nothing set", nil, nil, []string{"REDRIVE_DATABASE_URL (-database-url) is required",
-			"REDRIVE_KAFKA_BOOTSTRAP (-kafka-bootstrap) is required", "REDRIVE_ERROR_TOPIC (-error-topic) is required",
+			"REDRIVE_KAFKA_BOOTSTRAP (-kafka-bootstrap) is required", "REDRIVE_ERROR_TOPIC (-error-topic) is required (or give REDRIVE_SOURCES (-source))",
 			"REDRIVE_DLT_TOPIC (-dlt-topic) is required"}},
 		{"same topics", full, []string{"-dlt-topic", "errors"}, []string{"REDRIVE_DLT_TOPIC (-dlt-topic) is the error topic"}},
 		{"bad integer", map[string]string{"REDRIVE_INTAKE_BATCH_SIZE": "many"}, nil, []string{`REDRIVE_INTAKE_BATCH_SIZE="many" is not an integer`}},
@@ -58,6 +79,10 @@ func TestServeConfig(t *testing.T) {
 		{"batch too large", full, []string{"-batch-size", "1000000"}, []string{"REDRIVE_INTAKE_BATCH_SIZE (-batch-size) is 1000000"}},
 		{"log level", full, []string{"-log-level", "loud"}, []string{"REDRIVE_LOG_LEVEL (-log-level)"}},
 		{"stray argument", full, []string{"extra"}, []string{"unexpected arguments"}},
+		{"bad source", full, []string{"-source", "spring:a.DLT", "-source", "raw:b.DLQ"}, []string{`REDRIVE_SOURCES (-source) has a bad entry`, `source "raw:b.DLQ": a raw source needs its original topic`}},
+		{"bad source variable", mergeEnv(full, "REDRIVE_SOURCES", "spring:a.DLT\nkafka:c"), nil, []string{`source "kafka:c": format "kafka"`}},
+		{"source twice", full, []string{"-source", "mpfe:errors"}, []string{`entry "mpfe:errors" reads topic "errors", which mpfe:errors (-error-topic) reads already`}},
+		{"source is the dlt", full, []string{"-source", "spring:errors-dlt"}, []string{`reads the dead-letter topic "errors-dlt"`}},
 	}
 	for _, c := range cases {
 		var errOut bytes.Buffer
