@@ -122,6 +122,8 @@ func (a *api) routes() chi.Router {
 				r.Get("/jobs", a.listJobs)
 				r.Get("/jobs/{id}", a.getJob)
 				r.Get("/jobs/{id}/items", a.listJobItems)
+				r.Get("/dead-letters/reactivations", a.listReactivations)
+				r.Get("/dead-letters/reactivations/{id}", a.getReactivation)
 			})
 			r.Group(func(r chi.Router) {
 				r.Use(requireRole(auth.RoleOperator))
@@ -139,6 +141,7 @@ func (a *api) routes() chi.Router {
 			r.Group(func(r chi.Router) {
 				r.Use(requireRole(auth.RoleAdmin))
 				r.Get("/notifications", a.listNotifications)
+				r.Post("/dead-letters/reactivations", a.reactivate)
 			})
 		})
 	})
@@ -223,7 +226,7 @@ func pathID(r *http.Request) (uuid.UUID, error) {
 	return id, nil
 }
 
-// pathGroupID parses the {id} path parameter as a group id.
+// pathGroupID parses the {id} path parameter as a group id (or another positive integer id).
 func pathGroupID(r *http.Request) (int64, error) {
 	s := chi.URLParam(r, "id")
 	id, err := strconv.ParseInt(s, 10, 64)

@@ -26,10 +26,18 @@ type failureSummary struct {
 	PublisherSystem  string    `json:"publisher_system"`
 	PublisherService string    `json:"publisher_service"`
 	Topic            string    `json:"topic"`
-	Partition        int32     `json:"partition"`
-	// Offset is a decimal string: Kafka offsets are 64-bit and can pass 2^53, which clients
-	// that read JSON numbers as doubles (JavaScript, jq) would round.
-	Offset         string     `json:"offset"`
+	// Partition and Offset locate the original record; null when the source does not know
+	// them (a raw dead-letter topic). Offset is a decimal string: Kafka offsets are 64-bit and
+	// can pass 2^53, which clients that read JSON numbers as doubles (JavaScript, jq) would
+	// round.
+	Partition *int32  `json:"partition"`
+	Offset    *string `json:"offset"`
+	// ValueNull is true for a tombstone: the original value was null (value_size is 0).
+	ValueNull bool `json:"value_null"`
+	// SourceFormat is the format of the topic the failure was read from (mpfe, spring,
+	// connect, streams, raw); SourceTopic that topic, null for failures stored before sources.
+	SourceFormat   string     `json:"source_format"`
+	SourceTopic    *string    `json:"source_topic"`
 	MessageType    *string    `json:"message_type"`
 	CausingMessage string     `json:"causing_message"`
 	Attempt        int        `json:"attempt"`
@@ -48,11 +56,29 @@ func summaryJSON(s *store.FailureSummary) failureSummary {
 	return failureSummary{
 		ID: s.ID, State: string(s.State), StateReason: s.StateReason, Temporality: string(s.Temporality),
 		ErrorCode: s.ErrorCode, ErrorMessage: s.ErrorMessage, PublisherSystem: s.PublisherSystem,
-		PublisherService: s.PublisherService, Topic: s.Topic, Partition: s.Partition, Offset: strconv.FormatInt(s.Offset, 10),
+		PublisherService: s.PublisherService, Topic: s.Topic, Partition: position32(s.Partition), Offset: positionString(s.Offset),
+		ValueNull: s.ValueNull, SourceFormat: string(s.SourceFormat), SourceTopic: s.SourceTopic,
 		MessageType: s.MessageType, CausingMessage: s.CausingMessage, Attempt: s.Attempt, GroupID: s.GroupID,
 		KeySize: s.KeySize, ValueSize: s.ValueSize, NextAttemptAt: s.NextAttemptAt, ResentAt: s.ResentAt,
 		ClosedAt: s.ClosedAt, EventCreated: s.EventCreated, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 	}
+}
+
+// position32 returns a partition, or nil when unknown.
+func position32(p int32) *int32 {
+	if p == store.UnknownPosition {
+		return nil
+	}
+	return &p
+}
+
+// positionString returns an offset as a decimal string, or nil when unknown.
+func positionString(o int64) *string {
+	if o == store.UnknownPosition {
+		return nil
+	}
+	s := strconv.FormatInt(o, 10)
+	return &s
 }
 
 func summariesJSON(in []store.FailureSummary) []failureSummary {
@@ -248,6 +274,9 @@ type failureDetail struct {
 	ClosedBy         *string          `json:"closed_by"`
 	Attempts         []failureSummary `json:"attempts"`
 	Audit            []auditJSON      `json:"audit"`
+	// SourcePartition and SourceOffset locate the record on the topic it was read from.
+	SourcePartition *int32  `json:"source_partition"`
+	SourceOffset    *string `json:"source_offset"`
 	// PayloadHidden says why key, value and header values are not shown; null when they are.
 	PayloadHidden *string `json:"payload_hidden"`
 	// Masked is true when masking rules changed the value or header values shown.
@@ -284,7 +313,9 @@ func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 			CausingMessage: f.CausingMessage, Attempt: f.Attempt, GroupID: f.GroupID, KeySize: keySize,
 			ValueSize: len(f.Value), NextAttemptAt: f.NextAttemptAt, ResentAt: f.ResentAt, ClosedAt: f.ClosedAt,
 			EventCreated: f.EventCreated, CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
+			ValueNull: f.ValueNull, SourceFormat: f.SourceFormat, SourceTopic: f.SourceTopic,
 		}),
+		SourcePartition: f.SourcePartition, SourceOffset: optionalString64(f.SourceOffset),
 		ErrorDescription: f.ErrorDescription, StackTrace: f.StackTrace, StackTraceHash: f.StackTraceHash,
 		EventID: f.EventID, IdempotenceID: f.IdempotenceID, ProcessID: f.ProcessID,
 		Message: messageJSON{ID: f.MessageID, IdempotenceID: f.MessageIdempotenceID, Created: f.MessageCreated,
@@ -319,4 +350,13 @@ func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Masked = d.Masked
 	writeJSON(w, http.StatusOK, out)
+}
+
+// optionalString64 returns an optional int64 as a decimal string.
+func optionalString64(o *int64) *string {
+	if o == nil {
+		return nil
+	}
+	s := strconv.FormatInt(*o, 10)
+	return &s
 }

@@ -513,3 +513,37 @@ func TestPayloadPermissionAndMasking(t *testing.T) {
 		t.Errorf("resent %s %v", m.Value, m.Headers)
 	}
 }
+
+// A tombstone shows as value_null with no value; a failure from a foreign dead-letter topic
+// shows its source, and the source filters find it; an unknown position is null.
+func TestTombstonesAndSources(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	tomb := e.insert(row{})
+	spring := e.insert(row{})
+	ctx := context.Background()
+	if _, err := e.pool.Exec(ctx, "UPDATE failures SET original_value = NULL WHERE id = $1", tomb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE failures SET source_format = 'spring', source_topic = 'orders.DLT', source_partition = 0,
+		source_offset = 9007199254740993, original_partition = -1, original_offset = -1 WHERE id = $1`, spring); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("GET", "/api/v1/failures/"+tomb.String(), viewerToken, nil)
+	if r.status != 200 || !strings.Contains(string(r.body), `"value_null":true`) || !strings.Contains(string(r.body), `"value":null`) {
+		t.Errorf("tombstone = %d %s", r.status, r.body)
+	}
+	p := e.list("source_format=spring&source_topic=orders.DLT")
+	if len(p.Data) != 1 || p.Data[0].ID != spring {
+		t.Errorf("source filters = %v", ids(p))
+	}
+	r = e.do("GET", "/api/v1/failures/"+spring.String(), viewerToken, nil)
+	for _, want := range []string{`"source_format":"spring"`, `"source_topic":"orders.DLT"`, `"source_offset":"9007199254740993"`, `"partition":null`, `"offset":null`} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("detail lacks %s: %s", want, r.body)
+		}
+	}
+	if r := e.do("GET", "/api/v1/failures?source_format=kafka", viewerToken, nil); r.status != 400 {
+		t.Errorf("bad source format = %d", r.status)
+	}
+}

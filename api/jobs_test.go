@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,52 @@ func TestNotificationsLogIsForAdmins(t *testing.T) {
 	}
 	if r := e.do("GET", "/api/v1/notifications?cursor=-3", adminToken, nil); r.status != 400 {
 		t.Errorf("bad cursor = %d", r.status)
+	}
+}
+
+// Reactivating the own dead-letter topic: admins start a run (one at a time), everyone reads
+// its progress; bad input changes nothing.
+func TestReactivationAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(s *setup) {
+		s.NoResender = true
+		s.Core.DeadLetterTopic = "redrive.dlt"
+		s.Core.Reactivate = func(ctx context.Context, r operator.ReactivateRequest) (*store.Reactivation, error) {
+			run, _, err := s.Core.Store.StartReactivation(ctx, store.StartReactivationParams{Topic: "redrive.dlt",
+				Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow, StaleAfter: time.Hour})
+			return run, err
+		}
+	})
+	for _, bad := range []string{`{}`, `{"limit": 5, "up_to_now": true}`, `{"limit": -1}`, `{"limit": "5"}`, `{"up_to_now": true, "Up_To_Now": true}`} {
+		if r := e.do("POST", "/api/v1/dead-letters/reactivations", adminToken, bad); r.status != 400 {
+			t.Errorf("%s = %d %s", bad, r.status, r.body)
+		}
+	}
+	r := e.do("POST", "/api/v1/dead-letters/reactivations", adminToken, `{"limit": 100, "reason": "registry is back"}`)
+	var run struct {
+		ID    int64  `json:"id"`
+		State string `json:"state"`
+		Limit *int64 `json:"limit"`
+	}
+	r.json(t, &run)
+	if r.status != 202 || run.State != "RUNNING" || run.Limit == nil || *run.Limit != 100 {
+		t.Fatalf("reactivate = %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/api/v1/dead-letters/reactivations", adminToken, `{"up_to_now": true}`); r.status != 409 {
+		t.Errorf("a second run = %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/api/v1/dead-letters/reactivations", viewerToken, nil); r.status != 200 || !strings.Contains(string(r.body), `"reason":"registry is back"`) {
+		t.Errorf("list = %d %s", r.status, r.body)
+	}
+	r = e.do("GET", "/api/v1/dead-letters/reactivations/"+strconv.FormatInt(run.ID, 10), viewerToken, nil)
+	if r.status != 200 || !strings.Contains(string(r.body), `"action":"dlt_reactivate_start"`) {
+		t.Errorf("get = %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/api/v1/dead-letters/reactivations/999", viewerToken, nil); r.status != 404 {
+		t.Errorf("unknown run = %d", r.status)
+	}
+	none := newEnv(t, func(s *setup) { s.NoResender = true })
+	if r := none.do("POST", "/api/v1/dead-letters/reactivations", adminToken, `{"up_to_now": true}`); r.status != 503 {
+		t.Errorf("without a reactivator = %d", r.status)
 	}
 }

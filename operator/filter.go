@@ -46,6 +46,8 @@ const (
 	ParamNoTicket        = "no_ticket"         // true: groups without a ticket
 	ParamPayload         = "payload"           // the original value contains this UTF-8 text (bounded, see store.Filter.Payload)
 	ParamPayloadB64      = "payload_base64"    // the original value contains these bytes, in base64
+	ParamSourceFormat    = "source_format"     // repeatable: mpfe, spring, connect, streams, raw
+	ParamSourceTopic     = "source_topic"      // the topic the failure was read from, exactly
 )
 
 // FilterParams lists the filter parameters in the order FilterValues writes them.
@@ -54,10 +56,13 @@ var FilterParams = []string{
 	ParamMessageType, ParamGroupID, ParamKey, ParamKeyBase64, ParamSearch, ParamCreatedFrom, ParamCreatedTo,
 	ParamKeyPrefix, ParamKeyPrefixB64, ParamEventID, ParamIdempotenceID, ParamCausingEventID, ParamTraceID,
 	ParamHeader, ParamStackTraceHash, ParamTicket, ParamNoTicket, ParamPayload, ParamPayloadB64,
+	ParamSourceFormat, ParamSourceTopic,
 }
 
 // Repeatable reports whether a filter parameter may be given more than once.
-func Repeatable(param string) bool { return param == ParamState || param == ParamTemporality }
+func Repeatable(param string) bool {
+	return param == ParamState || param == ParamTemporality || param == ParamSourceFormat
+}
 
 // ParseFilter reads a filter from URL query or form values: the one parser of filters, for
 // the API's query strings, its JSON bodies (through FilterInput) and the UI's forms. Names
@@ -83,6 +88,16 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 			f.Temporalities = append(f.Temporalities, t)
 		}
 	}
+	for _, s := range splitValues(v[ParamSourceFormat]) {
+		sf := store.SourceFormat(strings.ToLower(s))
+		if !sf.Valid() {
+			return store.Filter{}, invalid(ParamSourceFormat, "%q is not a source format (mpfe, spring, connect, streams, raw)", clip.Text(s, clip.Default))
+		}
+		if !slices.Contains(f.SourceFormats, sf) {
+			f.SourceFormats = append(f.SourceFormats, sf)
+		}
+	}
+	f.SourceTopic = strings.TrimSpace(v.Get(ParamSourceTopic))
 	for _, p := range []struct {
 		name string
 		dst  *string
@@ -222,6 +237,12 @@ func FilterValues(f store.Filter) url.Values {
 	for _, t := range f.Temporalities {
 		v.Add(ParamTemporality, string(t))
 	}
+	for _, sf := range f.SourceFormats {
+		v.Add(ParamSourceFormat, string(sf))
+	}
+	if f.SourceTopic != "" {
+		v.Set(ParamSourceTopic, f.SourceTopic)
+	}
 	for _, p := range []struct{ name, value string }{
 		{ParamTopic, f.Topic}, {ParamPublisherSystem, f.PublisherSystem}, {ParamPublisherSvc, f.PublisherService},
 		{ParamErrorCode, f.ErrorCode}, {ParamMessageType, f.MessageType}, {ParamSearch, f.Search},
@@ -322,6 +343,8 @@ type FilterInput struct {
 	NoTicket        bool       `json:"no_ticket,omitzero"`
 	Payload         string     `json:"payload,omitzero"`
 	PayloadBase64   string     `json:"payload_base64,omitzero"`
+	SourceFormat    StringList `json:"source_format,omitzero"`
+	SourceTopic     string     `json:"source_topic,omitzero"`
 }
 
 // StringList is a JSON string or array of strings.
@@ -356,6 +379,7 @@ func (in *FilterInput) Filter() (store.Filter, error) {
 	v := url.Values{}
 	v[ParamState] = in.State
 	v[ParamTemporality] = in.Temporality
+	v[ParamSourceFormat] = in.SourceFormat
 	for name, s := range map[string]string{
 		ParamTopic: in.Topic, ParamPublisherSystem: in.PublisherSystem, ParamPublisherSvc: in.PublisherSvc,
 		ParamErrorCode: in.ErrorCode, ParamMessageType: in.MessageType, ParamSearch: in.Q,
@@ -363,7 +387,7 @@ func (in *FilterInput) Filter() (store.Filter, error) {
 		ParamKeyPrefix: in.KeyPrefix, ParamKeyPrefixB64: in.KeyPrefixBase64, ParamEventID: in.EventID,
 		ParamIdempotenceID: in.IdempotenceID, ParamCausingEventID: in.CausingEventID, ParamTraceID: in.TraceID,
 		ParamHeader: in.Header, ParamStackTraceHash: in.StackTraceHash, ParamTicket: in.Ticket,
-		ParamPayload: in.Payload, ParamPayloadB64: in.PayloadBase64,
+		ParamPayload: in.Payload, ParamPayloadB64: in.PayloadBase64, ParamSourceTopic: in.SourceTopic,
 	} {
 		v.Set(name, s)
 	}

@@ -61,6 +61,11 @@ type Config struct {
 	// StatsMaxAge is how old the counts of Stats may be; older ones are refreshed in the
 	// background while the previous ones are served. Defaults to 10s.
 	StatsMaxAge time.Duration
+	// Reactivate starts a reactivation of the own dead-letter topic (the intake's
+	// Reactivator). When nil, Reactivate wraps ErrUnavailable.
+	Reactivate func(context.Context, ReactivateRequest) (*store.Reactivation, error)
+	// DeadLetterTopic is the service's own dead-letter topic, whose reactivations are listed.
+	DeadLetterTopic string
 	// PreviewTTL is how long a job preview's token starts the job. Defaults to 15m.
 	PreviewTTL time.Duration
 	// Logger receives errors and warnings. Defaults to a logger that discards.

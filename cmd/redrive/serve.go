@@ -149,7 +149,15 @@ func (s *service) build(ctx context.Context) error {
 		readyCheck{name: "intake", check: func(context.Context) error { return in.Ready() }},
 	)
 
-	if err := s.buildOperators(ctx, registry); err != nil {
+	re, err := in.NewReactivator()
+	if err != nil {
+		return fmt.Errorf("reactivator: %w", err)
+	}
+	s.components = append(s.components, component{name: "reactivator", run: func(ctx context.Context) error {
+		<-ctx.Done()
+		return re.Close(context.WithoutCancel(ctx))
+	}})
+	if err := s.buildOperators(ctx, registry, re); err != nil {
 		return err
 	}
 

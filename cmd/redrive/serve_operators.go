@@ -13,10 +13,12 @@ import (
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/intake"
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/notify"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/store"
 	"github.com/redrive/redrive/web"
 )
 
@@ -216,7 +218,7 @@ func (c operatorConfig) authConfig() (auth.Config, error) {
 // buildOperators adds the resend scheduler (with housekeeping), the operator core with its job
 // runner, and its two translators, the REST API at /api/v1/ and the UI at /, sharing one
 // authenticator.
-func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Client) error {
+func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Client, re *intake.Reactivator) error {
 	oc := s.cfg.Operators
 	authCfg, err := oc.authConfig()
 	if err != nil {
@@ -271,6 +273,10 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 	}
 	core, err := operator.New(operator.Config{
 		Store: s.store, Resender: sched.Resender(), Payloads: payloads, Masking: rules, Logger: s.log, Registerer: s.registry,
+		DeadLetterTopic: s.cfg.DLTTopic,
+		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*store.Reactivation, error) {
+			return re.Start(ctx, intake.ReactivateRequest{Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow})
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("operator core: %w", err)
