@@ -277,4 +277,3 @@ func (s *Store) JobsFinishedSince(ctx context.Context, since time.Time, limit in
 	}
 	return out, nil
 }
-

@@ -256,4 +256,3 @@ func OIDCProviderKey(t testing.TB) *rsa.PrivateKey {
 	}
 	return key
 }
-
