@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,6 +67,9 @@ type tuning struct {
 	// deliveryTimeout bounds one MPFE produce attempt inside the client (0: the default;
 	// franz-go allows no less than 1s).
 	deliveryTimeout time.Duration
+	// sessionTimeout is the group session timeout (0: 6s); the confluent consumer's
+	// max.poll.interval.ms is set to it as well, so a stalled poll loop would be noticed.
+	sessionTimeout time.Duration
 }
 
 // env is one test's Kafka cluster with an input topic and an error topic, and the adapter
@@ -132,16 +136,17 @@ func (e *env) confluentSettings(bootstrap string) confluent.Settings {
 		pc["retry.backoff.ms"] = 20
 		pc["log_level"] = 0
 	}
-	return confluent.Settings{
-		Brokers: bootstrap,
-		ConsumerConfig: kafka.ConfigMap{
-			"session.timeout.ms":    6000,
-			"heartbeat.interval.ms": 200,
-			"fetch.wait.max.ms":     20,
-			"log_level":             3,
-		},
-		ProducerConfig: pc,
+	cc := kafka.ConfigMap{
+		"session.timeout.ms":    6000,
+		"heartbeat.interval.ms": 200,
+		"fetch.wait.max.ms":     20,
+		"log_level":             3,
 	}
+	if e.tun.sessionTimeout > 0 {
+		cc["session.timeout.ms"] = int(e.tun.sessionTimeout.Milliseconds())
+		cc["max.poll.interval.ms"] = int(e.tun.sessionTimeout.Milliseconds())
+	}
+	return confluent.Settings{Brokers: bootstrap, ConsumerConfig: cc, ProducerConfig: pc}
 }
 
 // franzSettings are fast kgo settings for kfake.
@@ -153,7 +158,7 @@ func (e *env) franzSettings(bootstrap string) franz.Settings {
 	return franz.Settings{
 		Brokers: strings.Split(bootstrap, ","),
 		ConsumerOpts: []kgo.Opt{
-			kgo.SessionTimeout(6 * time.Second),
+			kgo.SessionTimeout(cmp.Or(e.tun.sessionTimeout, 6*time.Second)),
 			kgo.HeartbeatInterval(200 * time.Millisecond),
 			kgo.FetchMaxWait(20 * time.Millisecond),
 		},
