@@ -1,5 +1,7 @@
 // Package demo holds the moving parts of `redrive demo` that are not the service itself: a
-// sample "orders" consumer built on errorhandler with every policy set to dead-letter, and a
-// generator that produces a steady mix of good and failing orders, so that the UI fills with
-// failures of every kind within a minute.
+// sample "orders" consumer built on errorhandler (confluent-kafka-go) with every policy set to
+// dead-letter, and a generator that produces a steady mix of good and failing orders, so that
+// the UI fills with failures of every kind within a minute; and a "ledger" consumer on
+// franz-go with the Fail policy, whose generator writes one poison record, so that the demo
+// also shows a halted partition (containment) and its release by an operator.
 package demo
