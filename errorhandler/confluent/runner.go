@@ -217,7 +217,8 @@ func (k *consumer) Pause(tp engine.TP) error {
 	return k.c.Pause([]kafka.TopicPartition{kafkaTP(tp)})
 }
 
-func (k *consumer) Resume(tp engine.TP, offset int64) error {
+// Resume seeks to offset whenever it is known: librdkafka then drops what it fetched before.
+func (k *consumer) Resume(tp engine.TP, offset int64, _ bool) error {
 	ktp := kafkaTP(tp)
 	if offset >= 0 {
 		ktp.Offset = kafka.Offset(offset)

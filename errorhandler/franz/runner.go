@@ -183,8 +183,11 @@ func (c *consumer) Pause(tp engine.TP) error {
 	return nil
 }
 
-func (c *consumer) Resume(tp engine.TP, offset int64) error {
-	if offset >= 0 {
+// Resume seeks only when records were dropped: kgo does not move a paused partition's cursor
+// past records it held back (they are stripped from polls and fetched again), and a seek
+// restarts the partition's fetch session.
+func (c *consumer) Resume(tp engine.TP, offset int64, dropped bool) error {
+	if dropped && offset >= 0 {
 		// SetOffsets drops what was buffered for the partition: fetching continues at offset.
 		c.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{tp.Topic: {tp.Partition: {Epoch: -1, Offset: offset}}})
 	}

@@ -22,9 +22,11 @@ import (
 type Consumer interface {
 	// Pause stops fetching tp.
 	Pause(tp TP) error
-	// Resume seeks tp to offset when offset >= 0 (dropping records fetched before), then
-	// resumes fetching it.
-	Resume(tp TP, offset int64) error
+	// Resume resumes fetching tp at offset. When dropped is true, records at or after offset
+	// were fetched and dropped (a halt), so the consumer must seek to offset; otherwise offset
+	// is where its fetch position already is (a pause for flow control or for the error topic
+	// drops nothing) and seeking is optional. offset is -1 before the first record.
+	Resume(tp TP, offset int64, dropped bool) error
 	// Commit commits the offsets synchronously and sets each entry's Err; an error return
 	// means none was committed.
 	Commit(offsets []CommitOffset) error
@@ -213,7 +215,7 @@ func (e *Engine[K, V]) resume(c Consumer, p *partition) {
 	if p.reseek {
 		off = p.next.Load()
 	}
-	if err := c.Resume(p.key, off); err != nil {
+	if err := c.Resume(p.key, off, p.reseek); err != nil {
 		e.log.Error("resume partition; retrying", "topic", p.key.Topic, "partition", p.key.Partition, "offset", off, "error", err)
 		e.dirty.Store(true)
 		return
