@@ -103,9 +103,21 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 	r.mu.Unlock()
 	log.Info("consumer started", "client", "franz-go", "topics", cfg.Topics)
 
+	wake := r.e.Wake()
 	for ctx.Err() == nil {
+		// The poll ends early when the engine must pause or may resume a partition.
 		pollCtx, cancel := context.WithTimeout(ctx, pollTimeout)
+		polled := make(chan struct{})
+		go func() {
+			select {
+			case <-wake:
+				cancel()
+			case <-polled:
+			case <-pollCtx.Done():
+			}
+		}()
 		fetches := cl.PollRecords(pollCtx, burstSize)
+		close(polled)
 		cancel()
 		r.mu.Lock()
 		fetches.EachError(func(topic string, partition int32, err error) {

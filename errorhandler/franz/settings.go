@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/redrive/redrive/avro"
 )
 
 // Settings are the franz-go (kgo) settings of a Runner or a DeadLetterer.
@@ -25,8 +23,11 @@ type Settings struct {
 	// to Brokers.
 	DeadLetterBrokers []string
 	// ProducerOpts are extra options of the MPFE producer client. They override the defaults
-	// (linger 20ms, lz4, a record delivery timeout of 30s, batches up to 16 MiB + 64 KiB) but
-	// not acks=all and idempotence: an option that weakens them is refused by New.
+	// (linger 20ms, lz4, a record delivery timeout of 30s) but not acks=all and idempotence: an
+	// option that weakens them is refused by New. kgo's ProducerBatchMaxBytes (default about
+	// 1 MB) is also the largest MPFE it sends: raise it, with the error topic's
+	// max.message.bytes, for larger originals (an MPFE that is too large is retried, its
+	// partition waiting, never dropped).
 	ProducerOpts []kgo.Opt
 }
 
@@ -48,7 +49,6 @@ func (s *Settings) producerOpts(log *slog.Logger) []kgo.Opt {
 		kgo.ProducerLinger(20 * time.Millisecond),
 		kgo.ProducerBatchCompression(kgo.Lz4Compression()),
 		kgo.RecordDeliveryTimeout(30 * time.Second),
-		kgo.ProducerBatchMaxBytes(int32(avro.DefaultMaxSize + 64<<10)),
 		kgo.WithLogger(newLogger(log)),
 	}
 	opts = append(opts, s.ProducerOpts...)

@@ -274,6 +274,9 @@ func benchRunner(b *testing.B, k *testkit.Cluster, client, topic string, n int, 
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
+	if f := metricValue(reg, "redrive_errorhandler_dead_letter_produce_failures_total", map[string]string{"error_topic": "bench-err"}); f > 0 {
+		fmt.Printf("%s: %v failed MPFE produce attempts (retried)\n", group, f)
+	}
 	return d
 }
 

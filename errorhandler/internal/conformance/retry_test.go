@@ -23,7 +23,7 @@ import (
 func TestInPlaceRetries(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		e := newEnv(t, a, 2)
-		e.tun.sessionTimeout = time.Second
+		e.tun.sessionTimeout = 2 * time.Second
 		topic := testTopic
 		var sent []*kafka.Message
 		for i, v := range []string{"ok0", "flaky1", "ok2", "down3", "perm4", "ok5", "<tombstone>", "ok7"} {
@@ -68,7 +68,7 @@ func TestInPlaceRetries(t *testing.T) {
 		cfg.ProcessPolicy = eh.DeadLetter
 		cfg.Concurrency = 1 // a waiting partition must give its slot to the other one
 		// Backoffs longer than the session timeout (1s): the member must stay in the group.
-		cfg.Retry = eh.InPlaceRetry{Attempts: 3, Backoff: 1200 * time.Millisecond, MaxBackoff: 1200 * time.Millisecond}
+		cfg.Retry = eh.InPlaceRetry{Attempts: 3, Backoff: 3 * time.Second, MaxBackoff: 3 * time.Second}
 		s := e.start(cfg)
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()

@@ -92,7 +92,7 @@ func New[K, V any](cfg eh.Config[K, V]) (*Engine[K, V], error) {
 		ackCh:    make(chan struct{}, 1),
 		parts:    map[TP]*partition{},
 	}
-	e.sig = &runnerSignals{dirty: &e.dirty, ackCh: e.ackCh, blocked: met.blocked, clock: cfg.Clock}
+	e.sig = &runnerSignals{dirty: &e.dirty, wake: make(chan struct{}, 1), ackCh: e.ackCh, blocked: met.blocked, clock: cfg.Clock}
 	return e, nil
 }
 
@@ -163,12 +163,17 @@ func (e *Engine[K, V]) Flush() {
 		p.wake()
 		if queued >= e.cfg.MaxBuffered && !p.flowPaused {
 			p.flowPaused = true
+			p.flowWaiting.Store(true)
 			e.flows++
 			e.dirty.Store(true)
 		}
 	}
 	e.staged = e.staged[:0]
 }
+
+// Wake is signalled when the poll loop should run Tick before its poll times out: a partition
+// must be paused or may be resumed. An adapter whose poll can be interrupted selects on it.
+func (e *Engine[K, V]) Wake() <-chan struct{} { return e.sig.wake }
 
 // Tick does the poll loop's periodic work: pauses and resumes partitions whose state changed,
 // serves release requests, and commits final offsets every CommitInterval.
@@ -192,6 +197,7 @@ func (e *Engine[K, V]) reconcile(c Consumer) {
 		p.mu.Unlock()
 		if p.flowPaused && queued <= e.cfg.MaxBuffered/2 {
 			p.flowPaused = false
+			p.flowWaiting.Store(false)
 			e.flows--
 		}
 		want := halted || blocked || p.flowPaused

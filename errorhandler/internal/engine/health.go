@@ -146,7 +146,7 @@ func (r *Engine[K, V]) release(req releaseRequest) error {
 		p.next.Store(off + 1)
 	}
 	p.reseek = true
-	r.dirty.Store(true)
+	r.sig.markDirty()
 	return nil
 }
 

@@ -43,6 +43,9 @@ type partition struct {
 	epoch       atomic.Uint64
 	consecutive atomic.Int64
 	stopping    atomic.Bool
+	// flowWaiting is set while the partition is paused for flow control: the worker wakes
+	// the poll loop when it has drained its queue to half.
+	flowWaiting atomic.Bool
 
 	mu           sync.Mutex
 	queue        []item
@@ -83,9 +86,19 @@ type partition struct {
 // runnerSignals is what a partition's MPFE outcomes tell the engine.
 type runnerSignals struct {
 	dirty   *atomic.Bool  // a partition's pause state may need to change
+	wake    chan struct{} // wakes the poll loop early (capacity 1)
 	ackCh   chan struct{} // notified when an MPFE outcome is final
 	blocked prometheus.Gauge
 	clock   func() time.Time
+}
+
+// markDirty notes that a partition's pause state may need to change and wakes the poll loop.
+func (s *runnerSignals) markDirty() {
+	s.dirty.Store(true)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 func newPartition(tp TP, met *Metrics, sig *runnerSignals) *partition {

@@ -55,7 +55,11 @@ func (e *Engine[K, V]) work(p *partition) {
 		if p.spare == nil {
 			p.spare = batch[:0]
 		}
+		queued := len(p.queue)
 		p.mu.Unlock()
+		if queued <= e.cfg.MaxBuffered/2 && p.flowWaiting.CompareAndSwap(true, false) {
+			e.sig.markDirty()
+		}
 	}
 }
 
@@ -277,7 +281,7 @@ func (e *Engine[K, V]) halt(p *partition, msg *eh.Message, f failure, inPlace in
 		}
 	}
 	e.log.Error("partition halted; release it with skip or dead-letter", attrs...)
-	e.dirty.Store(true)
+	e.sig.markDirty()
 }
 
 // deadLetter publishes msg's MPFE; msg's offset becomes final when the MPFE is acknowledged.
@@ -318,7 +322,7 @@ func (s *offsetSlot) jobDone(j *Job, err error) {
 	}
 	p.mu.Unlock()
 	if wasFailing {
-		p.sig.dirty.Store(true)
+		p.sig.markDirty()
 	}
 	select {
 	case p.sig.ackCh <- struct{}{}:
@@ -345,7 +349,7 @@ func (s *offsetSlot) jobFailing(j *Job, err error) {
 	}
 	p.blockedErr = err.Error()
 	p.mu.Unlock()
-	p.sig.dirty.Store(true)
+	p.sig.markDirty()
 }
 
 // call runs the handler, turning a panic into a *errorhandler.PanicError.
