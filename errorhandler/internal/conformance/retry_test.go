@@ -67,7 +67,7 @@ func TestInPlaceRetries(t *testing.T) {
 		cfg.Handler = h
 		cfg.ProcessPolicy = eh.DeadLetter
 		cfg.Concurrency = 1 // a waiting partition must give its slot to the other one
-		// Backoffs longer than the session timeout (1s): the member must stay in the group.
+		// Backoffs (3s ±20%) longer than the session timeout (2s): the member must stay in the group.
 		cfg.Retry = eh.InPlaceRetry{Attempts: 3, Backoff: 3 * time.Second, MaxBackoff: 3 * time.Second}
 		s := e.start(cfg)
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
