@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	eh "github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/intake"
+	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/store"
 )
 
 // Environment of the crash child (TestCrashChild), a consumer process that the parent kills.
@@ -24,7 +28,7 @@ const (
 // failing record's MPFE was acknowledged but before any offset was committed. Its successor in
 // the group handles the records again and dead-letters the failing ones again: each with the
 // idempotenceId of its first event, so N failing records give exactly N distinct failures
-// (the service stores a failure once per idempotenceId).
+// (the service's intake, run over the error topic at the end, stores exactly N rows).
 func TestCrashRedeadLettersWithTheSameIdentity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process")
@@ -96,7 +100,59 @@ func TestCrashRedeadLettersWithTheSameIdentity(t *testing.T) {
 		if len(ids) != failing || len(events) != failing {
 			t.Errorf("%d events name %d records with %d idempotenceIds, want %d and %d", n, len(events), len(ids), failing, failing)
 		}
+		checkStoredOnce(t, e, failing)
 	})
+}
+
+// checkStoredOnce runs the service's intake over the error topic into a fresh database: the
+// failing records must be stored as exactly want rows, each a first attempt.
+func checkStoredOnce(t *testing.T, e *env, want int) {
+	t.Helper()
+	pool := testkit.Postgres(t)
+	st, err := store.New(store.Config{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.k.CreateTopic(t, testErrTopic+"-dlt", 1)
+	in, err := intake.New(intake.Config{
+		Store:           st,
+		NextAttempt:     func(_ int, now time.Time) (time.Time, bool) { return now.Add(time.Hour), true },
+		Bootstrap:       e.k.Bootstrap(),
+		Topic:           testErrTopic,
+		DeadLetterTopic: testErrTopic + "-dlt",
+		BatchWait:       10 * time.Millisecond,
+		Logger:          testLogger(t),
+		Registerer:      prometheus.NewRegistry(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("intake: %v", err)
+		}
+	}()
+	end := e.k.EndOffsets(testErrTopic)
+	waitFor(t, "the intake committed the whole error topic", func() bool {
+		committed := e.k.CommittedOffsets(intake.DefaultGroupID, testErrTopic)
+		for p, hw := range end {
+			if committed[p] != hw {
+				return false
+			}
+		}
+		return true
+	})
+	var rows, maxAttempt int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*), coalesce(max(attempt), 0) FROM failures`).Scan(&rows, &maxAttempt); err != nil {
+		t.Fatal(err)
+	}
+	if rows != want || maxAttempt != 1 {
+		t.Errorf("the service stored %d rows (highest attempt %d), want %d rows, each attempt 1", rows, maxAttempt, want)
+	}
 }
 
 // TestCrashChild is the consumer process of TestCrashRedeadLettersWithTheSameIdentity: it
