@@ -26,6 +26,8 @@ const (
 	burstSize = 4096
 	// commitTimeout bounds one synchronous commit.
 	commitTimeout = 10 * time.Second
+	// fetchMaxWait is the consumer's default kgo.FetchMaxWait (ConsumerOpts may override it).
+	fetchMaxWait = 200 * time.Millisecond
 )
 
 // Runner is a complete consumer on franz-go: it owns the poll loop, rebalances, pausing and
@@ -76,7 +78,10 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 			return fmt.Errorf("run: dead letter: %w", err)
 		}
 	}
-	opts := append([]kgo.Opt{kgo.ClientID("redrive-errorhandler"), kgo.WithLogger(newLogger(log))}, r.s.ConsumerOpts...)
+	// A resumed partition is fetched again only after the broker's fetch in flight returns,
+	// which waits up to FetchMaxWait when the other partitions have no new data: the default
+	// of 5s would stall a partition resumed after a flow-control pause or a release.
+	opts := append([]kgo.Opt{kgo.ClientID("redrive-errorhandler"), kgo.WithLogger(newLogger(log)), kgo.FetchMaxWait(fetchMaxWait)}, r.s.ConsumerOpts...)
 	opts = append(opts,
 		kgo.SeedBrokers(r.s.Brokers...),
 		kgo.ConsumerGroup(cfg.GroupID),

@@ -15,7 +15,8 @@ type Settings struct {
 	Brokers []string
 	// ConsumerOpts are extra options of the consumer client, e.g. kgo.InstanceID for static
 	// membership (a restart within the session timeout keeps the member's partitions without a
-	// rebalance), kgo.SessionTimeout, kgo.FetchMaxWait or TLS and SASL options. The runner's
+	// rebalance), kgo.SessionTimeout, kgo.FetchMaxWait (default here 200ms, so that a resumed
+	// partition is fetched soon) or TLS and SASL options. The runner's
 	// own options come after them and win: seed brokers, group, topics, reset to the start,
 	// no autocommit, BlockRebalanceOnPoll and the partition callbacks.
 	ConsumerOpts []kgo.Opt
