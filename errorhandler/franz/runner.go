@@ -161,10 +161,21 @@ func (r *Runner[K, V]) onAssigned(_ context.Context, _ *kgo.Client, assigned map
 func (r *Runner[K, V]) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.e.Revoke(r.cons, toTPs(revoked), true)
-	if len(revoked) > 0 {
-		r.e.Logger().Info("partitions revoked", "partitions", revoked)
+	held := map[engine.TP]bool{}
+	for _, tp := range r.e.Assigned() {
+		held[tp] = true
 	}
+	var mine []engine.TP
+	for _, tp := range toTPs(revoked) {
+		if held[tp] {
+			mine = append(mine, tp)
+		}
+	}
+	if len(mine) == 0 {
+		return // e.g. when the client closes after the shutdown let go of everything
+	}
+	r.e.Revoke(r.cons, mine, true)
+	r.e.Logger().Info("partitions revoked", "partitions", revoked)
 }
 
 func (r *Runner[K, V]) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
