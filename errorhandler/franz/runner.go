@@ -138,8 +138,11 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 			r.e.Dispatch(&m)
 		})
 		r.e.Flush()
-		r.e.Tick(r.cons)
+		r.e.Reconcile(r.cons)
 		r.mu.Unlock()
+		// Outside mu: CommitOffsetsSync waits for a join in progress, whose revoke callback
+		// waits for mu. A partition revoked meanwhile is committed by its revoke too.
+		r.e.CommitDue(r.cons)
 		cl.AllowRebalance()
 	}
 	r.mu.Lock()

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"time"
 
 	eh "github.com/redrive/redrive/errorhandler"
 	"slices"
@@ -51,6 +52,9 @@ func TestFlowControlPausesAndResumesWithoutLoss(t *testing.T) {
 		}
 		fault := e.k.FailProduce(testErrTopic, 5) // the first MPFEs wait for the error topic
 		defer fault.Remove()
+		// The clients give up an attempt quickly; the middleware retries it (a loaded machine
+		// once kept kgo's own retries of the failed batch going for its whole 30s default).
+		e.tun.deliveryTimeout = 300 * time.Millisecond
 		h := newRecorder()
 		cfg := e.config("flow", h)
 		cfg.ProcessPolicy = eh.DeadLetter

@@ -176,12 +176,27 @@ func (e *Engine[K, V]) Flush() {
 func (e *Engine[K, V]) Wake() <-chan struct{} { return e.sig.wake }
 
 // Tick does the poll loop's periodic work: pauses and resumes partitions whose state changed,
-// serves release requests, and commits final offsets every CommitInterval.
+// serves release requests, and commits final offsets every CommitInterval (see CommitDue).
 func (e *Engine[K, V]) Tick(c Consumer) {
+	e.Reconcile(c)
+	e.CommitDue(c)
+}
+
+// Reconcile pauses and resumes partitions whose state changed and serves release requests.
+// It runs on the poll loop.
+func (e *Engine[K, V]) Reconcile(c Consumer) {
 	if e.dirty.Swap(false) || e.flows > 0 {
 		e.reconcile(c)
 	}
 	e.serveControl(c)
+}
+
+// CommitDue commits the final offsets of the assigned partitions when CommitInterval has
+// passed since the last time. It may run outside the poll loop's exclusive section, but not
+// concurrently with itself: an adapter whose rebalance callbacks run on another goroutine calls
+// it without holding the lock that serializes them, since a synchronous commit may wait for a
+// rebalance that waits for such a callback.
+func (e *Engine[K, V]) CommitDue(c Consumer) {
 	if now := time.Now(); !now.Before(e.nextCommit) {
 		e.commit(c, e.assigned())
 		e.nextCommit = now.Add(e.cfg.CommitInterval)
@@ -290,7 +305,7 @@ func (e *Engine[K, V]) commit(c Consumer, parts []*partition) {
 	var owners []*partition
 	for _, p := range parts {
 		off := p.committable()
-		if off >= 0 && off > p.committed {
+		if off >= 0 && off > p.committed.Load() {
 			offs = append(offs, CommitOffset{TP: p.key, Offset: off})
 			owners = append(owners, p)
 		}
@@ -312,7 +327,7 @@ func (e *Engine[K, V]) commit(c Consumer, parts []*partition) {
 			}
 			continue
 		}
-		p.committed = o.Offset
+		p.committed.Store(o.Offset)
 	}
 }
 

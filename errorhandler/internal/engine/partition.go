@@ -72,8 +72,11 @@ type partition struct {
 	flowPaused bool
 	// reseek is set by a release: the partition resumes after the released record, not where
 	// the poll loop left off (records after a halt were dropped).
-	reseek    bool
-	committed int64 // last committed offset; -1 before
+	reseek bool
+
+	// committed is the last committed offset (-1 before); commits may run outside the poll
+	// loop (see Engine.CommitDue).
+	committed atomic.Int64
 
 	sig *runnerSignals
 
@@ -103,15 +106,15 @@ func (s *runnerSignals) markDirty() {
 
 func newPartition(tp TP, met *Metrics, sig *runnerSignals) *partition {
 	p := &partition{
-		key:       tp,
-		signal:    make(chan struct{}, 1),
-		quit:      make(chan struct{}),
-		done:      make(chan struct{}),
-		expect:    -1,
-		committed: -1,
-		sig:       sig,
+		key:    tp,
+		signal: make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		expect: -1,
+		sig:    sig,
 	}
 	p.next.Store(-1)
+	p.committed.Store(-1)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.handled = met.handled.WithLabelValues(tp.Topic)
 	p.retried = met.inPlaceRetries.WithLabelValues(tp.Topic)
