@@ -45,6 +45,10 @@ type Runner[K, V any] struct {
 	// own goroutine.
 	mu   sync.Mutex
 	cons *consumer
+	// closing is set when the shutdown starts: from then on the callbacks leave the engine
+	// alone (the shutdown lets go of every partition itself), so that a rebalance during the
+	// shutdown's synchronous commit does not wait for mu.
+	closing atomic.Bool
 }
 
 // New validates cfg and s and returns a Runner. Nothing connects before Run.
@@ -145,6 +149,7 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 		r.e.CommitDue(r.cons)
 		cl.AllowRebalance()
 	}
+	r.closing.Store(true)
 	r.mu.Lock()
 	err = r.e.Shutdown(r.cons)
 	r.mu.Unlock()
@@ -155,6 +160,9 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 }
 
 func (r *Runner[K, V]) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	if r.closing.Load() {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.e.Assign(toTPs(assigned))
@@ -162,6 +170,9 @@ func (r *Runner[K, V]) onAssigned(_ context.Context, _ *kgo.Client, assigned map
 }
 
 func (r *Runner[K, V]) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if r.closing.Load() {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	held := map[engine.TP]bool{}
@@ -182,6 +193,9 @@ func (r *Runner[K, V]) onRevoked(_ context.Context, _ *kgo.Client, revoked map[s
 }
 
 func (r *Runner[K, V]) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	if r.closing.Load() {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.e.Revoke(r.cons, toTPs(lost), false)
