@@ -110,6 +110,17 @@ func (c Classification) orDefault(def Classification) Classification {
 	return c
 }
 
+// ClassifyWith returns the classification of a failure: DefaultClassification, overridden by
+// cl when it is not nil (an empty code or an invalid temporality of its result falls back to
+// the default's). It is the one classification every adapter and policy uses.
+func ClassifyWith(cl Classifier, phase Phase, err error) Classification {
+	def := DefaultClassification(phase, err)
+	if cl == nil {
+		return def
+	}
+	return cl(phase, err, def).orDefault(def)
+}
+
 // Classifier decides the classification of a failure. It receives the phase, the error and the
 // default classification (see DefaultClassification) and returns the one to use; an empty code
 // or an invalid temporality in its result falls back to the default's.

@@ -3,16 +3,13 @@ package errorhandler
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
-	"strings"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/internal/kafkalog"
 )
 
 // Policy says what happens to a record that failed in a phase.
@@ -45,32 +42,33 @@ func (p Policy) String() string {
 
 // Defaults of the configuration.
 const (
-	DefaultFloodThreshold  = 100
-	DefaultMaxBuffered     = 10000
-	DefaultCommitInterval  = time.Second
-	DefaultShutdownTimeout = 30 * time.Second
-	DefaultRetryBackoff    = 100 * time.Millisecond
-	DefaultMaxRetryBackoff = 30 * time.Second
+	DefaultFloodThreshold    = 100
+	DefaultMaxBuffered       = 10000
+	DefaultCommitInterval    = time.Second
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultRetryBackoff      = 100 * time.Millisecond
+	DefaultMaxRetryBackoff   = 30 * time.Second
+	DefaultInPlaceBackoff    = 100 * time.Millisecond
+	DefaultInPlaceMaxBackoff = 5 * time.Second
 )
 
-// DeadLetterConfig configures a DeadLetterer.
+// DeadLetterConfig configures the publishing of MPFEs, by a Runner or a standalone
+// DeadLetterer of either adapter. The Kafka settings of the producer (brokers, client options)
+// belong to the adapter.
 type DeadLetterConfig struct {
-	// Brokers is the bootstrap.servers list of the cluster holding the error topic. Required.
-	Brokers string
 	// ErrorTopic is the topic MPFEs are produced to. Required.
 	ErrorTopic string
 	// System and Service name this consumer in the MPFE's publisher. Required.
 	System  string
 	Service string
-	// ProducerConfig overrides the producer defaults: acks=all, enable.idempotence=true,
-	// linger.ms=20, compression.type=lz4, message.timeout.ms=30000 and message.max.bytes=16 MiB
-	// + 64 KiB. The linger and the compression make fewer, larger produce requests when many
-	// records fail at once, which costs the brokers far less per MPFE; an MPFE's record is
-	// committed only after its acknowledgement anyway, so the linger only delays a commit that
-	// waits for the commit interval. acks and enable.idempotence cannot be weakened.
-	ProducerConfig kafka.ConfigMap
+	// GroupID is the consumer group whose failures are published. Required: it is part of
+	// every event's idempotenceId (see IdempotenceID), so that the same record dead-lettered
+	// again after a crash is recognised as the same failure, while two groups failing on one
+	// record are two failures. A Runner sets it to its own group.
+	GroupID string
 	// Registry, when set, frames MPFEs in the Confluent wire format with ids from this schema
-	// registry; otherwise they use Avro single-object encoding.
+	// registry; otherwise they use Avro single-object encoding. (The schema registry client is
+	// pure Go: it needs no cgo.)
 	Registry schemaregistry.Client
 	// Extractor reads the failed message's own id, type and version. Optional.
 	Extractor Extractor
@@ -88,11 +86,10 @@ type DeadLetterConfig struct {
 	Clock func() time.Time
 }
 
-func (c *DeadLetterConfig) setDefaults() error {
+// SetDefaults validates c and fills in the documented defaults. The adapters' constructors
+// call it; it returns an "invalid config: …" error naming every wrong field.
+func (c *DeadLetterConfig) SetDefaults() error {
 	var errs []error
-	if c.Brokers == "" {
-		errs = append(errs, errors.New("Brokers is empty"))
-	}
 	if c.ErrorTopic == "" {
 		errs = append(errs, errors.New("ErrorTopic is empty"))
 	}
@@ -102,24 +99,11 @@ func (c *DeadLetterConfig) setDefaults() error {
 	if c.Service == "" {
 		errs = append(errs, errors.New("Service is empty"))
 	}
+	if c.GroupID == "" {
+		errs = append(errs, errors.New("GroupID is empty: it is part of every event's idempotenceId"))
+	}
 	if c.RetryBackoff < 0 || c.MaxRetryBackoff < 0 {
 		errs = append(errs, errors.New("RetryBackoff and MaxRetryBackoff must not be negative"))
-	}
-	for k, v := range c.ProducerConfig {
-		switch k {
-		case "acks", "request.required.acks":
-			if s := strings.TrimSpace(fmt.Sprint(v)); s != "all" && s != "-1" {
-				errs = append(errs, fmt.Errorf("ProducerConfig %s=%v: MPFEs need acks=all", k, v))
-			}
-		case "enable.idempotence":
-			if b, ok := v.(bool); !ok || !b {
-				if s := fmt.Sprint(v); s != "true" {
-					errs = append(errs, fmt.Errorf("ProducerConfig %s=%v: MPFEs need an idempotent producer", k, v))
-				}
-			}
-		case "go.delivery.reports", "go.events.channel.enable":
-			errs = append(errs, fmt.Errorf("ProducerConfig %s cannot be set: delivery reports are how MPFEs are tracked", k))
-		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid config: %w", errors.Join(errs...))
@@ -132,7 +116,7 @@ func (c *DeadLetterConfig) setDefaults() error {
 	}
 	c.MaxRetryBackoff = max(c.MaxRetryBackoff, c.RetryBackoff)
 	if c.Logger == nil {
-		c.Logger = discardLogger()
+		c.Logger = DiscardLogger()
 	}
 	if c.Metrics == nil {
 		c.Metrics = prometheus.DefaultRegisterer
@@ -143,37 +127,36 @@ func (c *DeadLetterConfig) setDefaults() error {
 	return nil
 }
 
-func (c *DeadLetterConfig) producerConfig() kafka.ConfigMap {
-	cfg := kafka.ConfigMap{
-		"bootstrap.servers":         c.Brokers,
-		"client.id":                 "redrive-errorhandler",
-		"acks":                      "all",
-		"enable.idempotence":        true,
-		"linger.ms":                 20,
-		"compression.type":          "lz4",
-		"message.timeout.ms":        30000,
-		"message.max.bytes":         avro.DefaultMaxSize + 64<<10,
-		"go.delivery.report.fields": "none",
-		kafkalog.Enable:             true,
-	}
-	for k, v := range c.ProducerConfig {
-		cfg[k] = v
-	}
-	return cfg
+// InPlaceRetry retries the handler for the same record before the process policy applies: a
+// short transient failure (a database blip) then costs a delay, not a trip through the error
+// topic. The record's partition waits, in order, while every other partition continues; the
+// consumer keeps polling, so it stays in its group through long backoffs. A retry that succeeds
+// produces no event; when the last attempt fails, the process policy applies and a dead-letter
+// event records the number of attempts (metadata entry avro.InPlaceAttemptsEntry).
+type InPlaceRetry struct {
+	// Attempts is the most times the handler is called for one record, the first call
+	// included. 0 or 1 disables in-place retries.
+	Attempts int
+	// Backoff is the delay before the first retry; it doubles per retry up to MaxBackoff.
+	// Defaults to 100ms and 5s.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// Retryable says whether a failed attempt is retried in place. Defaults to failures
+	// classified TEMPORARY (with the dead-letter Classifier, if any); a panic is UNKNOWN and so
+	// not retried by default.
+	Retryable func(err error) bool
 }
 
-// Config configures a Runner for records with keys of type K and values of type V.
+// Enabled reports whether in-place retries are configured.
+func (r InPlaceRetry) Enabled() bool { return r.Attempts > 1 }
+
+// Config configures a Runner of either adapter for records with keys of type K and values of
+// type V. The Kafka settings (brokers, client options) are the adapter's.
 type Config[K, V any] struct {
-	// Brokers is the bootstrap.servers list. Required.
-	Brokers string
 	// GroupID is the consumer group. Required.
 	GroupID string
 	// Topics are the topics to consume. Required.
 	Topics []string
-	// ConsumerConfig overrides the consumer defaults (auto.offset.reset=earliest). Commits and
-	// offset stores belong to the runner: enable.auto.commit and enable.auto.offset.store
-	// cannot be set.
-	ConsumerConfig kafka.ConfigMap
 
 	// System and Service name this consumer: in the MPFE's publisher, and Service for the
 	// resend filter (a record whose jeap_eh_target_service header names another service is
@@ -194,6 +177,8 @@ type Config[K, V any] struct {
 	// Both default to Fail.
 	DecodePolicy  Policy
 	ProcessPolicy Policy
+	// Retry retries a failing handler in place before ProcessPolicy applies. Off by default.
+	Retry InPlaceRetry
 	// OnDecodeError is called for every decode failure and may raise it (the decode policy
 	// applies), skip the record, or substitute a value. Optional.
 	OnDecodeError DecodeHook
@@ -202,10 +187,9 @@ type Config[K, V any] struct {
 	// a negative value disables the guard.
 	FloodThreshold int
 
-	// DeadLetter configures the MPFE producer, used by the DeadLetter policy and by operator
-	// releases with action dead-letter. Leave ErrorTopic empty to run without one (then no
-	// policy may be DeadLetter). Brokers, System, Service, Logger, Metrics and Clock default
-	// to the Runner's.
+	// DeadLetter configures the MPFEs, used by the DeadLetter policy and by operator releases
+	// with action dead-letter. Leave ErrorTopic empty to run without one (then no policy may be
+	// DeadLetter). System, Service, GroupID, Logger, Metrics and Clock default to the Runner's.
 	DeadLetter DeadLetterConfig
 
 	// Concurrency is how many partitions are handled at once; records of one partition are
@@ -228,11 +212,10 @@ type Config[K, V any] struct {
 	Clock func() time.Time
 }
 
-func (c *Config[K, V]) setDefaults() error {
+// SetDefaults validates c and fills in the documented defaults. The adapters' New call it; it
+// returns an "invalid config: …" error naming every wrong field.
+func (c *Config[K, V]) SetDefaults() error {
 	var errs []error
-	if c.Brokers == "" {
-		errs = append(errs, errors.New("Brokers is empty"))
-	}
 	if c.GroupID == "" {
 		errs = append(errs, errors.New("GroupID is empty"))
 	}
@@ -259,11 +242,8 @@ func (c *Config[K, V]) setDefaults() error {
 	if c.Concurrency < 0 || c.MaxBuffered < 0 || c.CommitInterval < 0 || c.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("Concurrency, MaxBuffered, CommitInterval and ShutdownTimeout must not be negative"))
 	}
-	for k := range c.ConsumerConfig {
-		switch k {
-		case "enable.auto.commit", "enable.auto.offset.store", "go.events.channel.enable", "go.application.rebalance.enable":
-			errs = append(errs, fmt.Errorf("ConsumerConfig %s cannot be set: commits and rebalances belong to the runner", k))
-		}
+	if c.Retry.Attempts < 0 || c.Retry.Backoff < 0 || c.Retry.MaxBackoff < 0 {
+		errs = append(errs, errors.New("Retry.Attempts, Retry.Backoff and Retry.MaxBackoff must not be negative"))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid config: %w", errors.Join(errs...))
@@ -283,8 +263,15 @@ func (c *Config[K, V]) setDefaults() error {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.Retry.Backoff == 0 {
+		c.Retry.Backoff = DefaultInPlaceBackoff
+	}
+	if c.Retry.MaxBackoff == 0 {
+		c.Retry.MaxBackoff = DefaultInPlaceMaxBackoff
+	}
+	c.Retry.MaxBackoff = max(c.Retry.MaxBackoff, c.Retry.Backoff)
 	if c.Logger == nil {
-		c.Logger = discardLogger()
+		c.Logger = DiscardLogger()
 	}
 	if c.Metrics == nil {
 		c.Metrics = prometheus.DefaultRegisterer
@@ -293,14 +280,14 @@ func (c *Config[K, V]) setDefaults() error {
 		c.Clock = time.Now
 	}
 	dl := &c.DeadLetter
-	if dl.Brokers == "" {
-		dl.Brokers = c.Brokers
-	}
 	if dl.System == "" {
 		dl.System = c.System
 	}
 	if dl.Service == "" {
 		dl.Service = c.Service
+	}
+	if dl.GroupID == "" {
+		dl.GroupID = c.GroupID
 	}
 	if dl.Logger == nil {
 		dl.Logger = c.Logger
@@ -311,21 +298,14 @@ func (c *Config[K, V]) setDefaults() error {
 	if dl.Clock == nil {
 		dl.Clock = c.Clock
 	}
+	if dl.ErrorTopic != "" {
+		probe := *dl
+		if err := probe.SetDefaults(); err != nil {
+			return fmt.Errorf("dead letter: %w", err)
+		}
+	}
 	return nil
 }
 
-func (c *Config[K, V]) consumerConfig() kafka.ConfigMap {
-	cfg := kafka.ConfigMap{
-		"bootstrap.servers": c.Brokers,
-		"group.id":          c.GroupID,
-		"client.id":         "redrive-errorhandler",
-		"auto.offset.reset": "earliest",
-		kafkalog.Enable:     true,
-	}
-	for k, v := range c.ConsumerConfig {
-		cfg[k] = v
-	}
-	cfg["enable.auto.commit"] = false
-	cfg["enable.auto.offset.store"] = false
-	return cfg
-}
+// DiscardLogger returns a logger that discards everything: the default Logger.
+func DiscardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

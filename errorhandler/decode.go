@@ -104,3 +104,9 @@ func Substitute(v any) Decision { return Decision{kind: decideSubstitute, value:
 // DecodeHook is called for every decode failure, before the decode policy. Whatever it decides,
 // the failure is counted.
 type DecodeHook func(err *DecodeError) Decision
+
+// Skips reports whether d drops the record.
+func (d Decision) Skips() bool { return d.kind == decideSkip }
+
+// Substitutes returns the substituted value and true when d substitutes one.
+func (d Decision) Substitutes() (any, bool) { return d.value, d.kind == decideSubstitute }

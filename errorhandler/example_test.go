@@ -8,12 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/errorhandler/franz"
 )
 
 type order struct {
@@ -21,7 +22,7 @@ type order struct {
 	Amount int    `json:"amount"`
 }
 
-// A consumer of JSON orders that dead-letters what it cannot decode or process, run against an
+// A consumer of JSON orders on franz-go (no cgo) that dead-letters what it cannot decode or process, run against an
 // in-process Kafka.
 func Example() {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders", "errors"))
@@ -34,14 +35,12 @@ func Example() {
 
 	var mu sync.Mutex
 	var booked []string
-	r, err := errorhandler.New(errorhandler.Config[[]byte, order]{
-		Brokers:        brokers,
-		GroupID:        "orders",
-		Topics:         []string{"orders"},
-		System:         "shop",
-		Service:        "order-service",
-		ConsumerConfig: kafka.ConfigMap{"log_level": 0},
-		ValueDecoder:   errorhandler.JSON[order](),
+	r, err := franz.New(errorhandler.Config[[]byte, order]{
+		GroupID:      "orders",
+		Topics:       []string{"orders"},
+		System:       "shop",
+		Service:      "order-service",
+		ValueDecoder: errorhandler.JSON[order](),
 		Handler: errorhandler.HandlerFunc[[]byte, order](func(_ context.Context, rec errorhandler.Record[[]byte, order]) error {
 			if rec.Value.Amount < 0 {
 				return errorhandler.Permanent(errors.New("negative amount"), "INVALID_ORDER")
@@ -53,9 +52,9 @@ func Example() {
 		}),
 		DecodePolicy:  errorhandler.DeadLetter,
 		ProcessPolicy: errorhandler.DeadLetter,
-		DeadLetter:    errorhandler.DeadLetterConfig{ErrorTopic: "errors", ProducerConfig: kafka.ConfigMap{"linger.ms": 1, "log_level": 0}},
+		DeadLetter:    errorhandler.DeadLetterConfig{ErrorTopic: "errors"},
 		Metrics:       prometheus.NewRegistry(),
-	})
+	}, franz.Settings{Brokers: []string{brokers}})
 	if err != nil {
 		panic(err)
 	}
@@ -90,41 +89,30 @@ func Example() {
 }
 
 func produce(brokers string, values ...string) {
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": brokers, "log_level": 0})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
 	if err != nil {
 		panic(err)
 	}
-	defer p.Close()
-	topic := "orders"
-	reports := make(chan kafka.Event, len(values))
+	defer cl.Close()
 	for _, v := range values {
-		if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Value: []byte(v)}, reports); err != nil {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "orders", Value: []byte(v)}).FirstErr(); err != nil {
 			panic(err)
-		}
-	}
-	for range values {
-		if m := (<-reports).(*kafka.Message); m.TopicPartition.Error != nil {
-			panic(m.TopicPartition.Error)
 		}
 	}
 }
 
-func consume(brokers, topic string, n int) []*kafka.Message {
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": brokers, "group.id": "example-reader", "auto.offset.reset": "earliest", "log_level": 0})
+func consume(brokers, topic string, n int) []*kgo.Record {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
-	if err := c.Subscribe(topic, nil); err != nil {
-		panic(err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n && ctx.Err() == nil {
+		out = append(out, cl.PollFetches(ctx).Records()...)
 	}
-	var out []*kafka.Message
-	deadline := time.Now().Add(30 * time.Second)
-	for len(out) < n && time.Now().Before(deadline) {
-		if m, ok := c.Poll(100).(*kafka.Message); ok {
-			out = append(out, m)
-		}
-	}
-	slices.SortFunc(out, func(a, b *kafka.Message) int { return int(a.TopicPartition.Offset - b.TopicPartition.Offset) })
+	slices.SortFunc(out, func(a, b *kgo.Record) int { return int(a.Offset - b.Offset) })
 	return out
 }

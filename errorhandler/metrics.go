@@ -1,14 +1,7 @@
 package errorhandler
 
-import (
-	"strconv"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/redrive/redrive/internal/promreg"
-)
-
-// Outcome is what became of a record.
+// Outcome is what became of a record, as the failures counter
+// (redrive_errorhandler_failures_total) labels it.
 type Outcome string
 
 // The outcomes counted by the failures counter. A record handled without error is not a failure.
@@ -24,80 +17,3 @@ const (
 	// OutcomeFiltered: the record was a resend meant for another service.
 	OutcomeFiltered Outcome = "filtered"
 )
-
-// phaseFilter is the phase label of filtered records, which never reach decoding.
-const phaseFilter = "filter"
-
-// metrics are the collectors of one registry, shared by every Runner and DeadLetterer that
-// registers on it.
-type metrics struct {
-	failures        *prometheus.CounterVec
-	handled         *prometheus.CounterVec
-	halted          prometheus.Gauge
-	consecutive     *prometheus.GaugeVec
-	produced        *prometheus.CounterVec
-	produceFailures *prometheus.CounterVec
-	inFlight        prometheus.Gauge
-	blocked         prometheus.Gauge
-}
-
-// newMetrics registers the collectors on reg (a nil reg registers nowhere). A collector that is
-// already registered there (by another Runner or DeadLetterer) is shared.
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "redrive", Subsystem: "errorhandler", Name: "failures_total",
-			Help: "Records that failed or were filtered, by phase (decode, process, filter), outcome (halted, skipped, dead_lettered, substituted, filtered) and topic.",
-		}, []string{"phase", "outcome", "topic"}),
-		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "redrive", Subsystem: "errorhandler", Name: "records_handled_total",
-			Help: "Records the handler processed without error, by topic.",
-		}, []string{"topic"}),
-		halted: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "redrive", Subsystem: "errorhandler", Name: "halted_partitions",
-			Help: "Partitions halted at a failed record, waiting for an operator.",
-		}),
-		consecutive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "redrive", Subsystem: "errorhandler", Name: "consecutive_failures",
-			Help: "Failures in a row on a partition; the flood guard halts the partition above its threshold.",
-		}, []string{"topic", "partition"}),
-		produced: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "redrive", Subsystem: "errorhandler", Name: "dead_letter_produced_total",
-			Help: "MessageProcessingFailedEvents acknowledged by the error topic, by error topic.",
-		}, []string{"error_topic"}),
-		produceFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "redrive", Subsystem: "errorhandler", Name: "dead_letter_produce_failures_total",
-			Help: "Failed attempts to produce a MessageProcessingFailedEvent (each is retried), by error topic.",
-		}, []string{"error_topic"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "redrive", Subsystem: "errorhandler", Name: "dead_letter_in_flight",
-			Help: "MessageProcessingFailedEvents produced or being retried, not yet acknowledged.",
-		}),
-		blocked: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "redrive", Subsystem: "errorhandler", Name: "dead_letter_blocked_partitions",
-			Help: "Partitions paused because the error topic cannot be written.",
-		}),
-	}
-	if reg == nil {
-		return m, nil
-	}
-	set := promreg.New(reg)
-	m.failures = promreg.Register(set, m.failures)
-	m.handled = promreg.Register(set, m.handled)
-	m.halted = promreg.Register(set, m.halted)
-	m.consecutive = promreg.Register(set, m.consecutive)
-	m.produced = promreg.Register(set, m.produced)
-	m.produceFailures = promreg.Register(set, m.produceFailures)
-	m.inFlight = promreg.Register(set, m.inFlight)
-	m.blocked = promreg.Register(set, m.blocked)
-	if err := set.Err(); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-func (m *metrics) failure(phase string, outcome Outcome, topic string) {
-	m.failures.WithLabelValues(phase, string(outcome), topic).Inc()
-}
-
-func partitionLabel(p int32) string { return strconv.FormatInt(int64(p), 10) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/errorhandler/confluent"
 	"github.com/redrive/redrive/intake"
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/resend"
@@ -140,8 +141,7 @@ func TestTargetServiceFilter(t *testing.T) {
 	waitUntil(t, "both resends on the topic", func() bool { return cluster.EndOffsets(topic)[0] == 3 })
 
 	var got handled
-	runner, err := errorhandler.New(errorhandler.Config[[]byte, []byte]{
-		Brokers:      cluster.Bootstrap(),
+	runner, err := confluent.New(errorhandler.Config[[]byte, []byte]{
 		GroupID:      "service-a",
 		Topics:       []string{topic},
 		System:       "shop",
@@ -154,7 +154,7 @@ func TestTargetServiceFilter(t *testing.T) {
 		CommitInterval: 50 * time.Millisecond,
 		Logger:         logger(t),
 		Metrics:        prometheus.NewRegistry(),
-	})
+	}, confluent.Settings{Brokers: cluster.Bootstrap()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +201,7 @@ func TestFailingAgainAfterResendContinuesTheChain(t *testing.T) {
 	run(t, "intake", in.Run)
 
 	var tries handled
-	runner, err := errorhandler.New(errorhandler.Config[[]byte, []byte]{
-		Brokers:       cluster.Bootstrap(),
+	runner, err := confluent.New(errorhandler.Config[[]byte, []byte]{
 		GroupID:       "order-service",
 		Topics:        []string{topic},
 		System:        "shop",
@@ -217,7 +216,7 @@ func TestFailingAgainAfterResendContinuesTheChain(t *testing.T) {
 		CommitInterval: 50 * time.Millisecond,
 		Logger:         logger(t),
 		Metrics:        prometheus.NewRegistry(),
-	})
+	}, confluent.Settings{Brokers: cluster.Bootstrap()})
 	if err != nil {
 		t.Fatal(err)
 	}

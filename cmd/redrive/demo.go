@@ -33,6 +33,7 @@ const (
 	demoSpringDLT     = "payments.DLT"
 	demoInvoicesTopic = "invoices"
 	demoConnectDLQ    = "jdbc-sink.dlq"
+	demoLedgerTopic = "ledger"
 )
 
 // demoConfig is the configuration of `redrive demo`.
@@ -122,7 +123,7 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 	}()
 
 	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, demoOrdersTopic, demoErrorTopic, demoDLTTopic,
-		demoPaymentsTopic, demoSpringDLT, demoInvoicesTopic, demoConnectDLQ),
+		demoPaymentsTopic, demoSpringDLT, demoInvoicesTopic, demoConnectDLQ, demoLedgerTopic),
 		kfake.GroupMinSessionTimeout(100 * time.Millisecond)}
 	if cfg.KafkaPort != 0 {
 		kopts = append(kopts, kfake.Ports(cfg.KafkaPort))
@@ -187,6 +188,16 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 		return nil, fmt.Errorf("sample consumer: %w", err)
 	}
 	d.svc.mux.Handle("/demo/consumer/health", orders.HealthHandler())
+	ledgerCfg := demo.LedgerConfig{
+		Brokers: bootstrap, Topic: demoLedgerTopic, ErrorTopic: demoErrorTopic, Logger: logger,
+		Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"consumer": "ledger"}, d.svc.registry),
+	}
+	ledger, err := demo.NewLedgerConsumer(ledgerCfg)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("ledger consumer: %w", err)
+	}
+	d.svc.mux.Handle("/demo/ledger/health", ledger.HealthHandler())
 	if d.generator, err = demo.NewGenerator(demo.GeneratorConfig{Brokers: bootstrap, Topic: demoOrdersTopic, Rate: cfg.Rate, Logger: logger}); err != nil {
 		ln.Close()
 		return nil, err
@@ -203,6 +214,8 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 	d.group, gctx = errgroup.WithContext(ctx)
 	d.group.Go(func() error { return d.svc.run(gctx, ln) })
 	d.group.Go(func() error { return orders.Run(gctx) })
+	d.group.Go(func() error { return ledger.Run(gctx) })
+	d.group.Go(func() error { return demo.RunLedgerGenerator(gctx, ledgerCfg) })
 	d.group.Go(func() error { return d.generator.Run(gctx) })
 	d.group.Go(func() error { return d.feeder.Run(gctx) })
 	return d, nil
@@ -264,6 +277,11 @@ A generator produces %[7]g orders/s: good ones, undecodable bytes, temporary fai
 by the scheduler after ~%[8]s and then handled), permanent failures and panics; a feeder writes
 Spring and Connect dead-letter records as the Java code does; their failures record their
 source format (spring, connect) and where they were found.
+The ledger consumer ("ledger-service", franz-go, policy fail) halts partition %[14]d of %[13]s
+at a poison record within a few seconds while its other partitions keep going: see it in its
+health, then release it (the record is dead-lettered and shows up in the UI):
+  curl -s '%[1]s/demo/ledger/health'
+  curl -s -X POST '%[1]s/demo/ledger/health' -d '{"topic":"%[13]s","partition":%[14]d,"action":"dead-letter"}'
 
 Try this:
   open %[1]s
@@ -276,7 +294,7 @@ Try this:
   curl -s '%[1]s/metrics' | grep ^redrive_
   kcat -b %[2]s -t %[5]s -C -c 1 -e -f '%%s' | go run ./cmd/redrive event decode
 `, d.uiURL, strings.Join(d.kafka.ListenAddrs(), ","), db, demoOrdersTopic, demoErrorTopic, demoDLTTopic, d.cfg.Rate, d.cfg.RetryBase,
-		demoSpringDLT, demoPaymentsTopic, demoConnectDLQ, demoInvoicesTopic)
+		demoSpringDLT, demoPaymentsTopic, demoConnectDLQ, demoInvoicesTopic, demoLedgerTopic, demo.LedgerPoisonPartition)
 }
 
 // displayAddr turns a listener address into one a browser can open.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/internal/demo"
 	"github.com/redrive/redrive/store"
 )
 
@@ -110,6 +111,40 @@ func TestDemoEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	// The ledger consumer halted its poison partition, and an operator releases it.
+	type health struct {
+		Status string `json:"status"`
+		Halted []struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			Offset    int64  `json:"offset"`
+		} `json:"halted"`
+	}
+	var h health
+	deadline = time.Now().Add(60 * time.Second)
+	for getJSON("/demo/ledger/health", &h) != nil || len(h.Halted) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger health after 60s: %+v", h)
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval
+	}
+	if hp := h.Halted[0]; h.Status != "degraded" || hp.Topic != demoLedgerTopic || hp.Partition != demo.LedgerPoisonPartition || hp.Offset != demo.LedgerPoisonIndex {
+		t.Fatalf("ledger health %+v, want halted at %s[%d]@%d", h, demoLedgerTopic, demo.LedgerPoisonPartition, demo.LedgerPoisonIndex)
+	}
+	release, err := http.Post(d.uiURL+"/demo/ledger/health", "application/json",
+		strings.NewReader(`{"topic":"ledger","partition":1,"offset":5,"action":"dead-letter"}`))
+	if err != nil || release.StatusCode != http.StatusOK {
+		t.Fatalf("release: %v %v", err, release)
+	}
+	release.Body.Close()
+	deadline = time.Now().Add(30 * time.Second)
+	for getJSON("/demo/ledger/health", &h) != nil || h.Status != "ok" {
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger health after the release: %+v", h)
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval
+	}
+
 	// The UI answers too (no authentication in the demo).
 	resp, err := http.Get(d.uiURL + "/failures")
 	if err != nil || resp.StatusCode != http.StatusOK {

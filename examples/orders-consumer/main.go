@@ -2,11 +2,17 @@
 // reads JSON orders, books them, and dead-letters the ones it cannot decode or process as
 // MessageProcessingFailedEvents to an error topic, while serving its health on HTTP.
 //
+// -client picks the Kafka client: franz (franz-go, pure Go, the default) or confluent
+// (confluent-kafka-go, needs cgo). Built with CGO_ENABLED=0 it offers franz only:
+//
+//	CGO_ENABLED=0 go run ./examples/orders-consumer -duration 10s
+//	go run ./examples/orders-consumer -client confluent -duration 10s
+//
 // Without -brokers it starts an in-process Kafka and a generator of good and bad orders, so
-//
-//	go run ./examples/orders-consumer -duration 10s
-//
-// runs with no setup. Try `curl localhost:8081/health`, and with -policy fail, release a
+// both run with no setup. -instance-id turns on static membership (group.instance.id,
+// kgo.InstanceID): a restart within the session timeout keeps the partitions without a
+// rebalance. -consumer-config passes librdkafka properties (confluent only), -retries retries a
+// TEMPORARY failure in place before the policy applies. Try `curl localhost:8081/health`, and with -policy fail, release a
 // halted partition:
 //
 //	curl -X POST localhost:8081/health -d '{"topic":"orders","partition":0,"action":"skip"}'
@@ -25,10 +31,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/errorhandler"
 )
@@ -58,6 +64,12 @@ func run(ctx context.Context, args []string) error {
 	addr := fs.String("http", ":8081", "address of the health and metrics endpoints")
 	policy := fs.String("policy", "dead-letter", "policy for both phases: fail, skip or dead-letter")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
+	client := fs.String("client", "franz", "Kafka client: franz or confluent")
+	var cs clientSettings
+	fs.StringVar(&cs.instanceID, "instance-id", os.Getenv("KAFKA_INSTANCE_ID"), "static group membership id (KAFKA_INSTANCE_ID); empty: dynamic membership")
+	fs.DurationVar(&cs.sessionTimeout, "session-timeout", 0, "group session timeout (0: the client's default)")
+	fs.StringVar(&cs.consumerConfig, "consumer-config", "", "extra librdkafka consumer properties, key=value,key=value (confluent only)")
+	retries := fs.Int("retries", 3, "handler calls per record for TEMPORARY failures, in place, before the policy applies (1: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,25 +96,27 @@ func run(ctx context.Context, args []string) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	r, err := errorhandler.New(errorhandler.Config[[]byte, Order]{
-		Brokers:        *brokers,
-		GroupID:        *group,
-		Topics:         []string{*topic},
-		System:         "shop",
-		Service:        "orders-consumer",
-		ConsumerConfig: kafka.ConfigMap{"log_level": 3},
-		ValueDecoder:   errorhandler.JSON[Order](),
-		Handler:        errorhandler.HandlerFunc[[]byte, Order](book),
-		DecodePolicy:   pol,
-		ProcessPolicy:  pol,
+	newRunner, ok := clients[*client]
+	if !ok {
+		return fmt.Errorf("invalid -client %q: this build offers %v", *client, clientNames())
+	}
+	r, err := newRunner(errorhandler.Config[[]byte, Order]{
+		GroupID:       *group,
+		Topics:        []string{*topic},
+		System:        "shop",
+		Service:       "orders-consumer",
+		ValueDecoder:  errorhandler.JSON[Order](),
+		Handler:       errorhandler.HandlerFunc[[]byte, Order](book),
+		DecodePolicy:  pol,
+		ProcessPolicy: pol,
+		Retry:         errorhandler.InPlaceRetry{Attempts: *retries, Backoff: 50 * time.Millisecond},
 		DeadLetter: errorhandler.DeadLetterConfig{
-			ErrorTopic:     *errorTopic,
-			ProducerConfig: kafka.ConfigMap{"log_level": 3},
-			Extractor:      errorhandler.HeaderExtractor(errorhandler.HeaderNames{ID: "order-id", Type: "type"}),
+			ErrorTopic: *errorTopic,
+			Extractor:  errorhandler.HeaderExtractor(errorhandler.HeaderNames{ID: "order-id", Type: "type"}),
 		},
 		Logger:  logger,
 		Metrics: reg,
-	})
+	}, *brokers, cs)
 	if err != nil {
 		return err
 	}
@@ -121,7 +135,7 @@ func run(ctx context.Context, args []string) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	logger.Info("consuming", "topic", *topic, "error_topic", *errorTopic, "policy", pol.String(), "http", *addr)
+	logger.Info("consuming", "client", *client, "topic", *topic, "error_topic", *errorTopic, "policy", pol.String(), "http", *addr)
 	return r.Run(ctx)
 }
 
@@ -142,22 +156,20 @@ func book(_ context.Context, rec errorhandler.Record[[]byte, Order]) error {
 
 // generate produces orders, about one in ten bad, until ctx ends.
 func generate(ctx context.Context, logger *slog.Logger, brokers, topic string) {
-	p, err := kafka.NewProducer(&kafka.ConfigMap{"bootstrap.servers": brokers, "log_level": 3})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
 	if err != nil {
 		logger.Error("generator", "error", err)
 		return
 	}
-	defer p.Close()
-	go func() {
-		for range p.Events() { // delivery reports
-		}
-	}()
+	defer cl.Close()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for i := 0; ; i++ {
 		select {
 		case <-ctx.Done():
-			p.Flush(1000)
+			fctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = cl.Flush(fctx)
+			cancel()
 			return
 		case <-tick.C:
 		}
@@ -171,11 +183,11 @@ func generate(ctx context.Context, logger *slog.Logger, brokers, topic string) {
 		case 2:
 			value = fmt.Sprintf(`{"id":%q,"amount":5,"currency":"XYZ"}`, id)
 		}
-		_ = p.Produce(&kafka.Message{
-			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
-			Key:            []byte(id),
-			Value:          []byte(value),
-			Headers:        []kafka.Header{{Key: "order-id", Value: []byte(id)}, {Key: "type", Value: []byte("OrderPlaced")}},
+		cl.Produce(ctx, &kgo.Record{
+			Topic:   topic,
+			Key:     []byte(id),
+			Value:   []byte(value),
+			Headers: []kgo.RecordHeader{{Key: "order-id", Value: []byte(id)}, {Key: "type", Value: []byte("OrderPlaced")}},
 		}, nil)
 	}
 }

@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/errorhandler/confluent"
 )
 
 // Kind says how the sample consumer treats an order.
@@ -67,7 +67,7 @@ type OrdersConfig struct {
 
 // NewOrdersConsumer returns the sample consumer: JSON orders, decode and process policies set to
 // dead-letter, the message id, type and version taken from headers.
-func NewOrdersConsumer(cfg OrdersConfig) (*errorhandler.Runner[[]byte, Order], error) {
+func NewOrdersConsumer(cfg OrdersConfig) (*confluent.Runner[[]byte, Order], error) {
 	if cfg.Topic == "" {
 		cfg.Topic = "orders"
 	}
@@ -79,7 +79,7 @@ func NewOrdersConsumer(cfg OrdersConfig) (*errorhandler.Runner[[]byte, Order], e
 	}
 	handler := errorhandler.HandlerFunc[[]byte, Order](func(ctx context.Context, rec errorhandler.Record[[]byte, Order]) error {
 		o := rec.Value
-		resent := hasHeader(rec.Message, avro.HeaderOrigin)
+		_, resent := rec.Message.HeaderValue(avro.HeaderOrigin)
 		switch o.Kind {
 		case KindTemporary:
 			if !resent {
@@ -96,8 +96,7 @@ func NewOrdersConsumer(cfg OrdersConfig) (*errorhandler.Runner[[]byte, Order], e
 		}
 		return nil
 	})
-	return errorhandler.New(errorhandler.Config[[]byte, Order]{
-		Brokers:        cfg.Brokers,
+	return confluent.New(errorhandler.Config[[]byte, Order]{
 		GroupID:        "order-service",
 		Topics:         []string{cfg.Topic},
 		System:         cfg.System,
@@ -117,16 +116,7 @@ func NewOrdersConsumer(cfg OrdersConfig) (*errorhandler.Runner[[]byte, Order], e
 		CommitInterval: 500 * time.Millisecond,
 		Logger:         cfg.Logger,
 		Metrics:        cfg.Metrics,
-	})
+	}, confluent.Settings{Brokers: cfg.Brokers})
 }
 
 var errPaymentDown = errors.New("connection refused")
-
-func hasHeader(m *kafka.Message, name string) bool {
-	for _, h := range m.Headers {
-		if h.Key == name {
-			return true
-		}
-	}
-	return false
-}

@@ -1,9 +1,6 @@
-package errorhandler
+package engine
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -55,11 +52,4 @@ func (t *throttle) allow(key string) (bool, int) {
 	}
 	t.last[key] = throttleState{at: now}
 	return true, st.suppressed
-}
-
-func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// logEnabled avoids building attributes for disabled levels.
-func logEnabled(l *slog.Logger, level slog.Level) bool {
-	return l.Enabled(context.Background(), level)
 }

@@ -1,4 +1,4 @@
-package errorhandler
+package engine
 
 import (
 	"context"
@@ -6,50 +6,46 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/errorhandler"
 )
 
-// tpKey identifies a partition.
-type tpKey struct {
-	topic     string
-	partition int32
+// TP names a partition of a topic.
+type TP struct {
+	Topic     string
+	Partition int32
 }
-
-// Halt reasons.
-const (
-	// ReasonFailure: a record failed under the Fail policy.
-	ReasonFailure = "failure"
-	// ReasonFlood: the flood guard saw too many failures in a row.
-	ReasonFlood = "flood"
-)
 
 // haltState is a halted partition's record and why it halted.
 type haltState struct {
-	msg    *kafka.Message
-	f      failure
-	reason string
-	since  time.Time
+	msg     errorhandler.Message
+	f       failure
+	inPlace int // handler calls made in place (0: in-place retries not configured)
+	reason  string
+	since   time.Time
 }
 
 // item is a record queued for a partition's worker, stamped with the partition's epoch when
 // it was queued: a halt bumps the epoch, and the worker drops records of an older epoch.
 type item struct {
-	msg   *kafka.Message
+	msg   errorhandler.Message
 	epoch uint64
 }
 
 // partition is the state of one assigned partition. Its worker goroutine handles its records in
 // order; the poll loop queues records, pauses, resumes and commits.
 type partition struct {
-	key tpKey
-	tp  kafka.TopicPartition
+	key TP
 
 	// Written by the worker (and by a release while the worker is idle), read anywhere.
 	next        atomic.Int64 // offset after the last record the worker finished with; -1 before
 	epoch       atomic.Uint64
 	consecutive atomic.Int64
 	stopping    atomic.Bool
+	// flowWaiting is set while the partition is paused for flow control: the worker wakes
+	// the poll loop when it has drained its queue to half.
+	flowWaiting atomic.Bool
 
 	mu           sync.Mutex
 	queue        []item
@@ -69,49 +65,62 @@ type partition struct {
 	cancel context.CancelFunc
 
 	// Owned by the poll loop.
-	stage      []*kafka.Message
+	stage      []errorhandler.Message
 	staged     bool
 	expect     int64 // next offset to queue; -1 before the first record
 	paused     bool
 	flowPaused bool
 	// reseek is set by a release: the partition resumes after the released record, not where
 	// the poll loop left off (records after a halt were dropped).
-	reseek    bool
-	committed int64 // last committed offset; -1 before
+	reseek bool
+
+	// committed is the last committed offset (-1 before); commits may run outside the poll
+	// loop (see Engine.CommitDue).
+	committed atomic.Int64
 
 	sig *runnerSignals
 
 	handled      prometheus.Counter
+	retried      prometheus.Counter
 	consecGauge  prometheus.Gauge
 	deadLettered [2]prometheus.Counter // by phase: decode, process
 }
 
-// runnerSignals is what a partition's MPFE outcomes tell the runner.
+// runnerSignals is what a partition's MPFE outcomes tell the engine.
 type runnerSignals struct {
 	dirty   *atomic.Bool  // a partition's pause state may need to change
+	wake    chan struct{} // wakes the poll loop early (capacity 1)
 	ackCh   chan struct{} // notified when an MPFE outcome is final
 	blocked prometheus.Gauge
 	clock   func() time.Time
 }
 
-func newPartition(tp kafka.TopicPartition, met *metrics, sig *runnerSignals) *partition {
-	topic := *tp.Topic
+// markDirty notes that a partition's pause state may need to change and wakes the poll loop.
+func (s *runnerSignals) markDirty() {
+	s.dirty.Store(true)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func newPartition(tp TP, met *Metrics, sig *runnerSignals) *partition {
 	p := &partition{
-		key:       tpKey{topic: topic, partition: tp.Partition},
-		tp:        kafka.TopicPartition{Topic: &topic, Partition: tp.Partition},
-		signal:    make(chan struct{}, 1),
-		quit:      make(chan struct{}),
-		done:      make(chan struct{}),
-		expect:    -1,
-		committed: -1,
-		sig:       sig,
+		key:    tp,
+		signal: make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		expect: -1,
+		sig:    sig,
 	}
 	p.next.Store(-1)
+	p.committed.Store(-1)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.handled = met.handled.WithLabelValues(topic)
-	p.consecGauge = met.consecutive.WithLabelValues(topic, partitionLabel(tp.Partition))
-	p.deadLettered[0] = met.failures.WithLabelValues(string(PhaseDecode), string(OutcomeDeadLettered), topic)
-	p.deadLettered[1] = met.failures.WithLabelValues(string(PhaseProcess), string(OutcomeDeadLettered), topic)
+	p.handled = met.handled.WithLabelValues(tp.Topic)
+	p.retried = met.inPlaceRetries.WithLabelValues(tp.Topic)
+	p.consecGauge = met.consecutive.WithLabelValues(tp.Topic, partitionLabel(tp.Partition))
+	p.deadLettered[0] = met.failures.WithLabelValues(string(errorhandler.PhaseDecode), string(errorhandler.OutcomeDeadLettered), tp.Topic)
+	p.deadLettered[1] = met.failures.WithLabelValues(string(errorhandler.PhaseProcess), string(errorhandler.OutcomeDeadLettered), tp.Topic)
 	return p
 }
 

@@ -1,4 +1,4 @@
-package errorhandler
+package engine
 
 import (
 	"bufio"
@@ -11,37 +11,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/redrive/redrive/avro"
+	eh "github.com/redrive/redrive/errorhandler"
 )
 
-func testMessage(value, key []byte, hs ...kafka.Header) *kafka.Message {
-	topic := "orders"
-	return &kafka.Message{
-		TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 7, Offset: 1 << 40},
-		Key:            key,
-		Value:          value,
-		Headers:        hs,
-	}
+func testMessage(value, key []byte, hs ...eh.Header) *eh.Message {
+	return &eh.Message{Topic: "orders", Partition: 7, Offset: 1 << 40, Key: key, Value: value, Headers: hs,
+		Timestamp: time.UnixMilli(1_700_000_000_000)}
+}
+
+// params returns the event parameters of msg's failure f with fixed ids.
+func params(msg *eh.Message, f failure, system, service string, ids [2]string, now time.Time, info eh.MessageInfo) *eventParams {
+	return &eventParams{msg: msg, f: f, system: system, service: service, eventID: ids[0], idempotenceID: ids[1], now: now, info: info}
 }
 
 func TestEventEncodingMatchesTheAvroPackage(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 	cases := []struct {
 		name string
-		msg  *kafka.Message
-		info MessageInfo
+		msg  *eh.Message
+		info eh.MessageInfo
 		err  error
 	}{
-		{"minimal", testMessage([]byte("v"), nil), MessageInfo{}, errors.New("boom")},
-		{"tombstone with empty key", testMessage(nil, []byte{}), MessageInfo{}, errors.New("tombstone failed")},
-		{"unicode and binary", testMessage([]byte{0, 1, 2, 0xff}, []byte("ключ")), MessageInfo{ID: "id-1", Type: "Order", Version: "2", System: "shop", Service: "web", IdempotenceID: "i-1", Created: now}, fmt.Errorf("wrap: %w", errors.New("ünïcode"))},
+		{"minimal", testMessage([]byte("v"), nil), eh.MessageInfo{}, errors.New("boom")},
+		{"tombstone with empty key", testMessage(nil, []byte{}), eh.MessageInfo{}, errors.New("tombstone failed")},
+		{"unicode and binary", testMessage([]byte{0, 1, 2, 0xff}, []byte("ключ")), eh.MessageInfo{ID: "id-1", Type: "Order", Version: "2", System: "shop", Service: "web", IdempotenceID: "i-1", Created: now}, fmt.Errorf("wrap: %w", errors.New("ünïcode"))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, key := buildEvent(tc.msg, classifyFailure(nil, PhaseProcess, tc.err), "sys", "svc", [2]string{"e-1", "i-2"}, now, tc.info)
+			ev, key := buildEvent(params(tc.msg, classifyFailure(nil, eh.PhaseProcess, tc.err), "sys", "svc", [2]string{"e-1", "i-2"}, now, tc.info))
 			got, err := appendEvent(nil, ev, &tc.msg.Headers)
 			if err != nil {
 				t.Fatal(err)
@@ -75,14 +75,14 @@ func TestEventEncodingMatchesTheAvroPackage(t *testing.T) {
 }
 
 func TestHeadersKeptExactly(t *testing.T) {
-	hs := []kafka.Header{
+	hs := []eh.Header{
 		{Key: "b", Value: []byte("1")},
 		{Key: "a", Value: nil},
 		{Key: "b", Value: []byte("2")},
 		{Key: "c", Value: []byte{}},
 		{Key: avro.HeadersEntry, Value: []byte("x")},
 	}
-	ev, _ := buildEvent(testMessage([]byte("v"), nil, hs...), classifyFailure(nil, PhaseDecode, errors.New("x")), "s", "s", [2]string{"a", "b"}, time.Now(), MessageInfo{})
+	ev, _ := buildEvent(params(testMessage([]byte("v"), nil, hs...), classifyFailure(nil, eh.PhaseDecode, errors.New("x")), "s", "s", [2]string{"a", "b"}, time.Now(), eh.MessageInfo{}))
 	full := eventWithHeaders(ev, hs)
 	var list []avro.Header
 	for _, h := range hs {
@@ -120,8 +120,8 @@ func FuzzEventEncoding(f *testing.F) {
 	f.Add([]byte("value"), []byte("key"), "name", []byte("hv"), "error", "id")
 	f.Add([]byte{}, []byte(nil), "", []byte(nil), "", "")
 	f.Fuzz(func(t *testing.T, value, key []byte, hname string, hvalue []byte, msg, id string) {
-		m := testMessage(value, key, kafka.Header{Key: hname, Value: hvalue})
-		ev, _ := buildEvent(m, classifyFailure(nil, PhaseProcess, errors.New(msg)), "s", "svc", [2]string{"e", "i"}, time.UnixMilli(1), MessageInfo{ID: id})
+		m := testMessage(value, key, eh.Header{Key: hname, Value: hvalue})
+		ev, _ := buildEvent(params(m, classifyFailure(nil, eh.PhaseProcess, errors.New(msg)), "s", "svc", [2]string{"e", "i"}, time.UnixMilli(1), eh.MessageInfo{ID: id}))
 		b, err := appendEvent(nil, ev, &m.Headers)
 		ev = eventWithHeaders(ev, m.Headers)
 		if err != nil {
@@ -147,7 +147,7 @@ func TestStackTraceIsCut(t *testing.T) {
 	if s := "short"; cutStackTrace(s) != s {
 		t.Errorf("short trace changed")
 	}
-	ev, _ := buildEvent(testMessage([]byte("v"), nil), classifyFailure(nil, PhaseProcess, errors.New(strings.Repeat("x", 10000))), "s", "s", [2]string{"a", "b"}, time.Now(), MessageInfo{})
+	ev, _ := buildEvent(params(testMessage([]byte("v"), nil), classifyFailure(nil, eh.PhaseProcess, errors.New(strings.Repeat("x", 10000))), "s", "s", [2]string{"a", "b"}, time.Now(), eh.MessageInfo{}))
 	if n := len(*ev.Payload.StackTrace); n != avro.MaxStackTrace+3 {
 		t.Errorf("stack trace of %d bytes, want %d", n, avro.MaxStackTrace+3)
 	}
@@ -159,59 +159,29 @@ func (e *codedError) Error() string { return "coded " + e.code }
 
 func TestStackTraceHash(t *testing.T) {
 	h := func(phase Phase, err error) string { return stackTraceHash(classifyFailure(nil, phase, err)) }
-	base := h(PhaseProcess, fmt.Errorf("order 1: %w", &codedError{"a"}))
-	if base != h(PhaseProcess, fmt.Errorf("order 2 of customer 9: %w", &codedError{"b"})) {
+	base := h(eh.PhaseProcess, fmt.Errorf("order 1: %w", &codedError{"a"}))
+	if base != h(eh.PhaseProcess, fmt.Errorf("order 2 of customer 9: %w", &codedError{"b"})) {
 		t.Error("same error types with other messages hash differently")
 	}
 	for name, err := range map[string]error{
 		"other type":   fmt.Errorf("order 1: %w", errors.New("x")),
 		"unwrapped":    &codedError{"a"},
-		"classified":   fmt.Errorf("order 1: %w", Permanent(&codedError{"a"}, "X")),
+		"classified":   fmt.Errorf("order 1: %w", eh.Permanent(&codedError{"a"}, "X")),
 		"joined":       errors.Join(&codedError{"a"}, errors.New("y")),
-		"decode error": &DecodeError{Part: PartValue, Err: &codedError{"a"}},
+		"decode error": &eh.DecodeError{Part: eh.PartValue, Err: &codedError{"a"}},
 	} {
-		if h(PhaseProcess, err) == base {
+		if h(eh.PhaseProcess, err) == base {
 			t.Errorf("%s: same hash as the base error", name)
 		}
 	}
-	if h(PhaseDecode, &DecodeError{Part: PartKey, Err: errors.New("x")}) == h(PhaseDecode, &DecodeError{Part: PartValue, Err: errors.New("x")}) {
+	if h(eh.PhaseDecode, &eh.DecodeError{Part: eh.PartKey, Err: errors.New("x")}) == h(eh.PhaseDecode, &eh.DecodeError{Part: eh.PartValue, Err: errors.New("x")}) {
 		t.Error("key and value decode failures share a hash")
 	}
 	st := stackTrace(fmt.Errorf("outer: %w", errors.Join(errors.New("a\nb"), &codedError{"c"})))
-	for _, want := range []string{"*fmt.wrapError: outer", "caused by *errors.joinError", `[0] *errors.errorString: a\nb`, "[1] *errorhandler.codedError: coded c"} {
+	for _, want := range []string{"*fmt.wrapError: outer", "caused by *errors.joinError", `[0] *errors.errorString: a\nb`, "[1] *engine.codedError: coded c"} {
 		if !strings.Contains(st, want) {
 			t.Errorf("stack trace lacks %q:\n%s", want, st)
 		}
-	}
-}
-
-func TestDefaultClassification(t *testing.T) {
-	pe := &PanicError{Value: "x"}
-	for _, tc := range []struct {
-		phase Phase
-		err   error
-		want  Classification
-	}{
-		{PhaseDecode, errors.New("x"), Classification{avro.CodeDeserializationFailed, avro.Permanent}},
-		{PhaseProcess, errors.New("x"), Classification{avro.CodeUnknownException, avro.Unknown}},
-		{PhaseProcess, pe, Classification{CodePanic, avro.Unknown}},
-		{PhaseProcess, fmt.Errorf("a: %w", fmt.Errorf("b: %w", Temporary(errors.New("x"), "T1"))), Classification{"T1", avro.Temporary}},
-		{PhaseDecode, Permanent(errors.New("x"), "WRONG_EVENT_TYPE"), Classification{"WRONG_EVENT_TYPE", avro.Permanent}},
-		{PhaseProcess, Classify(errors.New("x"), "", "bogus"), Classification{avro.CodeUnknownException, avro.Unknown}},
-		{PhaseProcess, &PanicError{Value: Temporary(errors.New("x"), "T2")}, Classification{"T2", avro.Temporary}},
-	} {
-		if got := DefaultClassification(tc.phase, tc.err); got != tc.want {
-			t.Errorf("DefaultClassification(%s, %v) = %+v, want %+v", tc.phase, tc.err, got, tc.want)
-		}
-	}
-	if Temporary(nil, "x") != nil || Permanent(nil, "x") != nil {
-		t.Error("classifying nil must give nil")
-	}
-	override := func(_ Phase, _ error, def Classification) Classification {
-		return Classification{Code: "MINE", Temporality: def.Temporality}
-	}
-	if f := classifyFailure(override, PhaseDecode, errors.New("x")); f.class != (Classification{"MINE", avro.Permanent}) {
-		t.Errorf("classifier override gave %+v", f.class)
 	}
 }
 
@@ -243,45 +213,6 @@ func TestOffsetTracker(t *testing.T) {
 	}
 }
 
-func TestConfigValidation(t *testing.T) {
-	ok := func() Config[[]byte, string] {
-		return Config[[]byte, string]{
-			Brokers: "localhost:1", GroupID: "g", Topics: []string{"t"}, System: "s", Service: "svc",
-			ValueDecoder: stringDecoder(), Handler: newRecorder(), Metrics: prometheus.NewRegistry(),
-		}
-	}
-	if _, err := New(ok()); err != nil {
-		t.Fatalf("valid config: %v", err)
-	}
-	for name, mutate := range map[string]func(*Config[[]byte, string]){
-		"no brokers":           func(c *Config[[]byte, string]) { c.Brokers = "" },
-		"no group":             func(c *Config[[]byte, string]) { c.GroupID = "" },
-		"no topics":            func(c *Config[[]byte, string]) { c.Topics = nil },
-		"no service":           func(c *Config[[]byte, string]) { c.Service = "" },
-		"no decoder":           func(c *Config[[]byte, string]) { c.ValueDecoder = nil },
-		"no handler":           func(c *Config[[]byte, string]) { c.Handler = nil },
-		"dead letter no topic": func(c *Config[[]byte, string]) { c.ProcessPolicy = DeadLetter },
-		"bad policy":           func(c *Config[[]byte, string]) { c.DecodePolicy = Policy(9) },
-		"auto commit":          func(c *Config[[]byte, string]) { c.ConsumerConfig = kafka.ConfigMap{"enable.auto.commit": true} },
-		"weak acks": func(c *Config[[]byte, string]) {
-			c.DeadLetter = DeadLetterConfig{ErrorTopic: "e", ProducerConfig: kafka.ConfigMap{"acks": 1}}
-		},
-		"no idempotence": func(c *Config[[]byte, string]) {
-			c.DeadLetter = DeadLetterConfig{ErrorTopic: "e", ProducerConfig: kafka.ConfigMap{"enable.idempotence": false}}
-		},
-		"negative": func(c *Config[[]byte, string]) { c.CommitInterval = -1 },
-	} {
-		cfg := ok()
-		mutate(&cfg)
-		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "invalid config") {
-			t.Errorf("%s: New = %v, want an invalid config error", name, err)
-		}
-	}
-	if _, err := NewDeadLetterer(DeadLetterConfig{}); err == nil || !strings.Contains(err.Error(), "ErrorTopic is empty") {
-		t.Errorf("NewDeadLetterer with an empty config: %v", err)
-	}
-}
-
 func TestSampleAndThrottle(t *testing.T) {
 	if got := sample([]byte("a\x00\n")); got != `"a\x00\n"` {
 		t.Errorf("sample = %s", got)
@@ -309,8 +240,8 @@ func TestSampleAndThrottle(t *testing.T) {
 // on the same event.
 func BenchmarkEncodeMPFE(b *testing.B) {
 	msg := testMessage([]byte(`{"id":"order-000000","amount":1250,"currency":"CHF","items":3}`), []byte("order-1"),
-		kafka.Header{Key: "type", Value: []byte("OrderPlaced")})
-	ev, _ := buildEvent(msg, classifyFailure(nil, PhaseProcess, errors.New("order rejected")), "s", "svc", [2]string{"e", "i"}, time.Now(), MessageInfo{})
+		eh.Header{Key: "type", Value: []byte("OrderPlaced")})
+	ev, _ := buildEvent(params(msg, classifyFailure(nil, eh.PhaseProcess, errors.New("order rejected")), "s", "svc", [2]string{"e", "i"}, time.Now(), eh.MessageInfo{}))
 	b.Run("appendEvent", func(b *testing.B) {
 		b.ReportAllocs()
 		buf := make([]byte, 0, 2048)
@@ -331,22 +262,73 @@ func BenchmarkEncodeMPFE(b *testing.B) {
 	})
 }
 
-func TestNewIDs(t *testing.T) {
-	d := &DeadLetterer{ids: &lockedReader{r: bufio.NewReaderSize(crand.Reader, 4096)}}
+func TestEventIDs(t *testing.T) {
+	d := &DeadLetterer{ids: bufio.NewReaderSize(crand.Reader, 4096)}
 	seen := map[string]bool{}
-	for range 100 {
-		for _, id := range d.newIDs() {
-			u, err := uuid.Parse(id)
-			if err != nil || u.String() != id {
-				t.Fatalf("id %q: %v", id, err)
-			}
-			if u.Version() != 4 || u.Variant() != uuid.RFC4122 {
-				t.Fatalf("id %q: version %d variant %v, want 4 and RFC 4122", id, u.Version(), u.Variant())
-			}
-			if seen[id] {
-				t.Fatalf("id %q seen twice", id)
-			}
-			seen[id] = true
+	for range 200 {
+		id := d.newEventID()
+		u, err := uuid.Parse(id)
+		if err != nil || u.String() != id {
+			t.Fatalf("id %q: %v", id, err)
 		}
+		if u.Version() != 4 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("id %q: version %d variant %v, want 4 and RFC 4122", id, u.Version(), u.Variant())
+		}
+		if seen[id] {
+			t.Fatalf("id %q seen twice", id)
+		}
+		seen[id] = true
+	}
+}
+
+// TestRedriveMetadataEntries: a tombstone is written as empty bytes with the value-null
+// marker, and the in-place attempts are recorded; the original headers stay exact.
+func TestRedriveMetadataEntries(t *testing.T) {
+	hs := []eh.Header{{Key: "b", Value: []byte("1")}, {Key: "a", Value: nil}}
+	for _, tc := range []struct {
+		name      string
+		value     []byte
+		inPlace   int
+		wantNull  bool
+		wantTries string
+	}{
+		{"plain", []byte("v"), 0, false, ""},
+		{"tombstone", nil, 0, true, ""},
+		{"in-place attempts", []byte("v"), 3, false, "3"},
+		{"tombstone after attempts", nil, 2, true, "2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := testMessage(tc.value, []byte("k"), hs...)
+			p := params(msg, classifyFailure(nil, eh.PhaseProcess, errors.New("x")), "s", "svc", [2]string{"e", "i"}, time.Now(), eh.MessageInfo{})
+			p.inPlaceAttempts = tc.inPlace
+			ev, _ := buildEvent(p)
+			b, err := appendEvent(nil, ev, &msg.Headers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := avro.UnmarshalEvent(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := back.Payload.FailedMessageMetadata
+			if tc.value == nil && (back.Payload.OriginalMessage == nil || len(back.Payload.OriginalMessage) != 0) {
+				t.Errorf("tombstone originalMessage %q, want empty bytes", back.Payload.OriginalMessage)
+			}
+			null, ok := md.Headers[avro.ValueNullEntry]
+			if ok != tc.wantNull || (ok && string(null) != "true") {
+				t.Errorf("%s = %q (present %v), want present %v with \"true\"", avro.ValueNullEntry, null, ok, tc.wantNull)
+			}
+			tries, ok := md.Headers[avro.InPlaceAttemptsEntry]
+			if string(tries) != tc.wantTries || ok != (tc.wantTries != "") {
+				t.Errorf("%s = %q (present %v), want %q", avro.InPlaceAttemptsEntry, tries, ok, tc.wantTries)
+			}
+			got, err := md.OriginalHeaders()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[0].Name != "b" || string(got[0].Value) != "1" || got[1].Name != "a" || got[1].Value != nil {
+				t.Errorf("original headers %q", got)
+			}
+		})
 	}
 }

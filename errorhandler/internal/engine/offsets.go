@@ -1,4 +1,4 @@
-package errorhandler
+package engine
 
 // offsetTracker is the committable-offset bookkeeping of one partition. Records are handled in
 // order; most become final at once (handled, skipped, filtered), and a dead-lettered one becomes
@@ -21,7 +21,7 @@ type offsetSlot struct {
 	// failing is set while its MPFE's last attempt failed (the partition waits).
 	failing bool
 	p       *partition
-	job     job
+	job     Job
 }
 
 // add appends s, a pending record; records are added in offset order.

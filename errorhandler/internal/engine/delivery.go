@@ -1,10 +1,10 @@
-package errorhandler
+package engine
 
 import (
 	"context"
 	"errors"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/redrive/redrive/errorhandler"
 )
 
 // Delivery reports the outcome of one published MPFE.
@@ -13,7 +13,7 @@ type Delivery struct {
 	err     error
 	eventID string
 	stop    func() bool // stops the context watch
-	job     job
+	job     Job
 }
 
 // Done is closed when the outcome is known.
@@ -44,26 +44,29 @@ func (d *Delivery) Wait(ctx context.Context) error {
 // EventID returns the MPFE's identity.eventId.
 func (d *Delivery) EventID() string { return d.eventID }
 
+// IdempotenceID returns the MPFE's identity.idempotenceId (see errorhandler.IdempotenceID).
+func (d *Delivery) IdempotenceID() string { return d.job.ev.Identity.IdempotenceID }
+
 // Publish publishes the MPFE of msg's failure err. The phase is PhaseDecode when err's chain
-// holds a *DecodeError, else PhaseProcess. Failed attempts are retried until the error topic
-// acknowledges the event or ctx ends; only a Delivery whose Err is nil allows committing msg's
-// offset. msg must not be modified until the Delivery is done.
-func (d *DeadLetterer) Publish(ctx context.Context, msg *kafka.Message, err error) *Delivery {
-	phase := PhaseProcess
-	var de *DecodeError
+// holds a *errorhandler.DecodeError, else PhaseProcess. Failed attempts are retried until the
+// error topic acknowledges the event or ctx ends; only a Delivery whose Err is nil allows
+// committing msg's offset. msg's bytes must not be modified until the Delivery is done.
+func (d *DeadLetterer) Publish(ctx context.Context, msg *errorhandler.Message, err error) *Delivery {
+	phase := errorhandler.PhaseProcess
+	var de *errorhandler.DecodeError
 	if errors.As(err, &de) {
-		phase = PhaseDecode
+		phase = errorhandler.PhaseDecode
 	}
 	del := &Delivery{done: make(chan struct{})}
 	j := &del.job
-	d.initJob(j, msg, d.classify(phase, err), del)
+	d.initJob(j, msg, classifyFailure(d.cfg.Classifier, phase, err), 0, del)
 	del.eventID = j.ev.Identity.EventID
 	del.stop = context.AfterFunc(ctx, func() { d.cancel(j, ctx.Err()) })
 	d.submit(j)
 	return del
 }
 
-func (del *Delivery) jobDone(_ *job, err error) {
+func (del *Delivery) jobDone(_ *Job, err error) {
 	if del.stop != nil {
 		del.stop()
 	}
@@ -71,4 +74,4 @@ func (del *Delivery) jobDone(_ *job, err error) {
 	close(del.done)
 }
 
-func (del *Delivery) jobFailing(*job, error) {}
+func (del *Delivery) jobFailing(*Job, error) {}

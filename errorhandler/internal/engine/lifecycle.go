@@ -1,19 +1,15 @@
-package errorhandler
+package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
-
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
 // letGo releases parts (revoke or shutdown): their workers stop taking records, running
 // handlers and in-flight MPFEs get until ShutdownTimeout to finish, what is final is committed
 // (unless commit is false: the assignment was lost), and the rest is given up uncommitted. It
 // returns the number of records given up.
-func (r *Runner[K, V]) letGo(c *kafka.Consumer, parts []*partition, commit bool) int {
+func (r *Engine[K, V]) letGo(c Consumer, parts []*partition, commit bool) int {
 	if len(parts) == 0 {
 		return 0
 	}
@@ -35,7 +31,7 @@ func (r *Runner[K, V]) letGo(c *kafka.Consumer, parts []*partition, commit bool)
 			expired = true
 			p.cancel()
 			r.log.Warn("handler still running after the shutdown timeout; its record stays uncommitted",
-				"topic", p.key.topic, "partition", p.key.partition)
+				"topic", p.key.Topic, "partition", p.key.Partition)
 		}
 	}
 	r.log.Debug("letting go: workers stopped", "partitions", len(parts), "expired", expired)
@@ -77,7 +73,7 @@ func (r *Runner[K, V]) letGo(c *kafka.Consumer, parts []*partition, commit bool)
 		if p.flowPaused {
 			r.flows--
 		}
-		r.met.consecutive.DeleteLabelValues(p.key.topic, partitionLabel(p.key.partition))
+		r.met.consecutive.DeleteLabelValues(p.key.Topic, partitionLabel(p.key.Partition))
 	}
 	r.partsMu.Unlock()
 	if givenUp > 0 {
@@ -97,25 +93,8 @@ func pendingMPFEs(parts []*partition) int {
 	return n
 }
 
-// shutdown lets go of every partition, closes the consumer and the dead-letter producer.
-func (r *Runner[K, V]) shutdown(c *kafka.Consumer) error {
-	r.log.Info("shutting down")
-	givenUp := r.letGo(c, r.assigned(), true)
-	var errs []error
-	if err := c.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("close consumer: %w", err))
-	}
-	if err := r.closeDeadLetterer(); err != nil {
-		errs = append(errs, err)
-	}
-	if givenUp > 0 {
-		errs = append(errs, fmt.Errorf("shutdown: %d dead-lettered records not acknowledged within %v were left uncommitted", givenUp, r.cfg.ShutdownTimeout))
-	}
-	r.log.Info("consumer stopped")
-	return errors.Join(errs...)
-}
-
-func (r *Runner[K, V]) closeDeadLetterer() error {
+// CloseDeadLetterer closes the dead-letter producer, waiting at most 5s for MPFEs in flight.
+func (r *Engine[K, V]) CloseDeadLetterer() error {
 	if r.dl == nil {
 		return nil
 	}

@@ -1,0 +1,64 @@
+package errorhandler
+
+import (
+	"crypto/sha1"
+	"encoding/binary"
+	"hash"
+	"strconv"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/avro"
+)
+
+// identityNamespace is the name-space UUID of event identities (a version 5 UUID of the URL
+// below in the URL name space): changing it would change every idempotenceId.
+var identityNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/redrive/redrive/errorhandler/mpfe-identity/v1"))
+
+// IdempotenceID returns the idempotenceId of the MPFE that reports a failure of msg in the
+// consumer group group: a name-based UUID (version 5, SHA-1, RFC 9562) of
+//
+//	group, topic, partition, offset, timestamp (Unix milliseconds), redrive-origin header
+//
+// (each field length-prefixed). The same record failing again in the same group, e.g. because
+// the consumer crashed after the event was acknowledged but before the record's offset was
+// committed, gets the same id, and the service stores the failure once. A resent record is a
+// new record (a new offset, and it carries the redrive-origin header), so every resend attempt
+// that fails again is a new failure with its own id. The timestamp keeps records apart when a
+// topic was deleted and created again and offsets start over.
+func IdempotenceID(group string, msg *Message) string {
+	h := sha1Pool.Get().(*identityHash)
+	defer sha1Pool.Put(h)
+	h.h.Reset()
+	h.h.Write(identityNamespace[:])
+	origin, _ := msg.HeaderValue(avro.HeaderOrigin)
+	b := h.buf[:0]
+	b = appendField(b, group)
+	b = appendField(b, msg.Topic)
+	b = binary.BigEndian.AppendUint32(b, uint32(msg.Partition))
+	b = binary.BigEndian.AppendUint64(b, uint64(msg.Offset))
+	b = binary.BigEndian.AppendUint64(b, uint64(msg.Timestamp.UnixMilli()))
+	b = appendField(b, string(origin))
+	h.h.Write(b)
+	h.buf = b[:0]
+	var sum [sha1.Size]byte
+	var u uuid.UUID
+	copy(u[:], h.h.Sum(sum[:0]))
+	u[6] = u[6]&0x0f | 0x50 // version 5
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	return u.String()
+}
+
+type identityHash struct {
+	h   hash.Hash
+	buf []byte
+}
+
+var sha1Pool = sync.Pool{New: func() any { return &identityHash{h: sha1.New(), buf: make([]byte, 0, 256)} }}
+
+func appendField(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
+}

@@ -1,0 +1,61 @@
+package errorhandler_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/avro"
+	eh "github.com/redrive/redrive/errorhandler"
+)
+
+func TestIdempotenceIDIsDeterministic(t *testing.T) {
+	base := eh.Message{Topic: "orders", Partition: 3, Offset: 42, Value: []byte("v"), Timestamp: time.UnixMilli(1_700_000_000_123),
+		Headers: []eh.Header{{Key: "type", Value: []byte("OrderPlaced")}}}
+	id := eh.IdempotenceID("g", &base)
+	u, err := uuid.Parse(id)
+	if err != nil || u.String() != id || u.Version() != 5 || u.Variant() != uuid.RFC4122 {
+		t.Fatalf("idempotenceId %q (%v): want a canonical version 5 RFC 4122 UUID", id, err)
+	}
+	// The same record, whatever its bytes or other headers: the same id.
+	same := base
+	same.Value = []byte("other bytes, same record")
+	same.Headers = nil
+	same.Raw = "client record"
+	if got := eh.IdempotenceID("g", &same); got != id {
+		t.Errorf("the same record gives %s, then %s", id, got)
+	}
+	// Anything that makes it another failure: another id.
+	withOrigin := func(v string) eh.Message {
+		m := base
+		m.Headers = append([]eh.Header{{Key: avro.HeaderOrigin, Value: []byte(v)}}, base.Headers...)
+		return m
+	}
+	seen := map[string]string{id: "base"}
+	for name, tc := range map[string]struct {
+		group string
+		m     eh.Message
+	}{
+		"group":     {"g2", base},
+		"topic":     {"g", func() eh.Message { m := base; m.Topic = "orders2"; return m }()},
+		"partition": {"g", func() eh.Message { m := base; m.Partition = 4; return m }()},
+		"offset":    {"g", func() eh.Message { m := base; m.Offset = 43; return m }()},
+		"timestamp": {"g", func() eh.Message { m := base; m.Timestamp = m.Timestamp.Add(time.Millisecond); return m }()},
+		"origin a":  {"g", withOrigin("orders/3/7")},
+		"origin b":  {"g", withOrigin("orders/3/8")},
+		"field cut": {"g", func() eh.Message { m := base; m.Topic = "order"; return m }()},
+	} {
+		got := eh.IdempotenceID(tc.group, &tc.m)
+		if prev, dup := seen[got]; dup {
+			t.Errorf("%s gives the same id as %s", name, prev)
+		}
+		seen[got] = name
+	}
+	// Field boundaries are unambiguous: group "ab" + topic "c" differs from group "a" + topic "bc".
+	m1, m2 := base, base
+	m1.Topic, m2.Topic = "c", "bc"
+	if eh.IdempotenceID("ab", &m1) == eh.IdempotenceID("a", &m2) {
+		t.Error("field boundaries are ambiguous")
+	}
+}

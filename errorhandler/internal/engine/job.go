@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/errorhandler"
+)
+
+// jobSink receives the outcome of a job. Its methods are called from the producer's delivery
+// callbacks or a retry timer and must not block.
+type jobSink interface {
+	// jobDone is called once with the final outcome: nil when the error topic acknowledged the
+	// MPFE, otherwise why it was given up.
+	jobDone(j *Job, err error)
+	// jobFailing is called for each failed attempt (the job is retried).
+	jobFailing(j *Job, err error)
+}
+
+// Job is one MPFE on its way to the error topic. Its owner (a partition's offset slot or a
+// Delivery) embeds it, so a dead-lettered record costs one allocation for its bookkeeping,
+// event and record copy together. A Producer passes it back in its report.
+type Job struct {
+	msg  errorhandler.Message
+	f    failure
+	ev   avro.Event
+	meta avro.Metadata
+	key  string
+	sink jobSink
+
+	prev, next *Job // under DeadLetterer.mu: the jobs not finished yet
+
+	attempts  int
+	lastErr   error
+	failing   bool        // under DeadLetterer.mu: counted in retrying
+	timer     *time.Timer // under DeadLetterer.mu: pending retry
+	cancelErr atomic.Pointer[error]
+	finished  atomic.Bool
+}
+
+// Message returns the failed record the job reports.
+func (j *Job) Message() *errorhandler.Message { return &j.msg }
+
+// initJob prepares j, embedded in its owner, to publish the MPFE of msg's failure f after
+// inPlace handler calls (0: in-place retries not configured).
+func (d *DeadLetterer) initJob(j *Job, msg *errorhandler.Message, f failure, inPlace int, sink jobSink) {
+	j.msg, j.f, j.sink = *msg, f, sink
+	var info errorhandler.MessageInfo
+	if d.cfg.Extractor != nil {
+		info = d.cfg.Extractor(&j.msg)
+	}
+	j.key = fillEvent(&j.ev, &j.meta, &eventParams{
+		msg:             &j.msg,
+		f:               f,
+		system:          d.cfg.System,
+		service:         d.cfg.Service,
+		eventID:         d.newEventID(),
+		idempotenceID:   errorhandler.IdempotenceID(d.cfg.GroupID, &j.msg),
+		now:             d.cfg.Clock(),
+		info:            info,
+		inPlaceAttempts: inPlace,
+	})
+}
+
+// newEventID returns a random (version 4) UUID: the MPFE's event id. Every event is a new
+// event; its idempotenceId says which failure it reports.
+func (d *DeadLetterer) newEventID() string {
+	var u [16]byte
+	d.idsMu.Lock()
+	_, err := d.ids.Read(u[:])
+	d.idsMu.Unlock()
+	if err != nil {
+		return uuid.NewString() // panics only when the system has no randomness at all
+	}
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	var text [36]byte
+	encodeUUID(text[:], u[:])
+	return string(text[:])
+}
+
+// encodeUUID writes u in its canonical 36-character form to dst.
+func encodeUUID(dst, u []byte) {
+	hex.Encode(dst[0:8], u[0:4])
+	dst[8] = '-'
+	hex.Encode(dst[9:13], u[4:6])
+	dst[13] = '-'
+	hex.Encode(dst[14:18], u[6:8])
+	dst[18] = '-'
+	hex.Encode(dst[19:23], u[8:10])
+	dst[23] = '-'
+	hex.Encode(dst[24:], u[10:])
+}
+
+// encodeBufs holds buffers for encoding MPFEs; buffers above maxPooledBuf are not kept.
+var encodeBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, 4096)
+	return &b
+}}
+
+const maxPooledBuf = 64 << 10
+
+func putEncodeBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledBuf {
+		encodeBufs.Put(bp)
+	}
+}
