@@ -114,6 +114,7 @@ func (a *api) routes() chi.Router {
 			r.Group(func(r chi.Router) {
 				r.Use(requireRole(auth.RoleViewer))
 				r.Get("/failures", a.listFailures)
+				r.Get("/failures/export", a.exportFailures)
 				r.Get("/failures/{id}", a.getFailure)
 				r.Get("/failures/{id}/payload", a.getPayload)
 				r.Get("/stats", a.getStats)
@@ -142,6 +143,7 @@ func (a *api) routes() chi.Router {
 				r.Use(requireRole(auth.RoleAdmin))
 				r.Get("/notifications", a.listNotifications)
 				r.Post("/dead-letters/reactivations", a.reactivate)
+				r.Post("/failures/import", a.importFailures)
 			})
 		})
 	})

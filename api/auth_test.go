@@ -85,8 +85,8 @@ func TestRolesOnEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mutating != 11 {
-		t.Errorf("checked %d mutating routes, want 11", mutating)
+	if mutating != 12 {
+		t.Errorf("checked %d mutating routes, want 12", mutating)
 	}
 	// The roles that may mutate do.
 	if r := e.do("PATCH", "/api/v1/groups/"+itoa(groupID), operatorToken, `{"note": "by operator"}`); r.status != 200 {

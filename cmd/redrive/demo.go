@@ -33,7 +33,7 @@ const (
 	demoSpringDLT     = "payments.DLT"
 	demoInvoicesTopic = "invoices"
 	demoConnectDLQ    = "jdbc-sink.dlq"
-	demoLedgerTopic = "ledger"
+	demoLedgerTopic   = "ledger"
 )
 
 // demoConfig is the configuration of `redrive demo`.

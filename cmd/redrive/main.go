@@ -30,11 +30,12 @@ type command struct {
 // commands returns the subcommands by name: the one list of the binary's commands.
 func commands() map[string]command {
 	return map[string]command{
-		"serve":   {summary: "run the service: error-topic intake, retry scheduler, REST API and UI", run: runServe},
-		"migrate": {summary: "apply the database migrations (idempotent; safe from several instances at once)", run: runMigrate},
-		"demo":    {summary: "run everything in one process: in-process Kafka, ephemeral Postgres, the service, a failing sample consumer", run: runDemo},
-		"event":   {summary: "decode or encode one MessageProcessingFailedEvent (JSON <-> framed Avro)", run: runEvent},
-		"version": {summary: "print the version", run: runVersion},
+		"serve":    {summary: "run the service: error-topic intake, retry scheduler, REST API and UI", run: runServe},
+		"migrate":  {summary: "apply the database migrations (idempotent; safe from several instances at once)", run: runMigrate},
+		"demo":     {summary: "run everything in one process: in-process Kafka, ephemeral Postgres, the service, a failing sample consumer", run: runDemo},
+		"event":    {summary: "decode or encode one MessageProcessingFailedEvent (JSON <-> framed Avro)", run: runEvent},
+		"failures": {summary: "export failures as NDJSON, or import such a file (another redrive, a test environment)", run: runFailures},
+		"version":  {summary: "print the version", run: runVersion},
 	}
 }
 

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/internal/testkit"
+)
+
+// `redrive failures export` then `import` into another database: the same failures; a dry
+// run stores nothing; importing twice stores once.
+func TestFailuresExportImport(t *testing.T) {
+	t.Parallel()
+	src, dst := testkit.PostgresDB(t), testkit.PostgresDB(t)
+	for range 2 {
+		testkit.InsertFailure(t, src.Pool, testkit.FailureRow{Topic: "orders"})
+	}
+	testkit.InsertFailure(t, src.Pool, testkit.FailureRow{Topic: "other"})
+	cli := func(stdin string, args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	code, file, msg := cli("", "failures", "export", "-database-url", src.DSN, "-filter", "topic=orders")
+	if code != 0 || strings.Count(file, "\n") != 2 || !strings.Contains(msg, "exported 2 failures") {
+		t.Fatalf("export = %d %q %q", code, file, msg)
+	}
+	if code, out, _ := cli(file, "failures", "import", "-database-url", dst.DSN, "-dry-run"); code != 0 || !strings.Contains(out, "would import 2") {
+		t.Errorf("dry run = %d %q", code, out)
+	}
+	if code, out, _ := cli(file, "failures", "import", "-database-url", dst.DSN); code != 0 || !strings.Contains(out, "imported 2, skipped 0") {
+		t.Errorf("import = %d %q", code, out)
+	}
+	if code, out, _ := cli(file, "failures", "import", "-database-url", dst.DSN); code != 0 || !strings.Contains(out, "imported 0, skipped 2") {
+		t.Errorf("import again = %d %q", code, out)
+	}
+	if code, _, msg := cli(file+"{bad\n", "failures", "import", "-database-url", dst.DSN); code != 1 || !strings.Contains(msg, "line 3") {
+		t.Errorf("bad line = %d %q", code, msg)
+	}
+	if code, _, _ := cli("", "failures", "list"); code != 2 {
+		t.Errorf("unknown action = %d", code)
+	}
+	if code, _, msg := cli("", "failures", "export", "-database-url", src.DSN, "-filter", "state=GONE"); code != 1 || !strings.Contains(msg, "state") {
+		t.Errorf("bad filter = %d %q", code, msg)
+	}
+}
