@@ -238,6 +238,33 @@ func pathGroupID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
+// idOnly reads a request whose only input is the {id} path parameter, a failure or job id:
+// it answers the problem and reports false when the id is bad or a query parameter is given.
+func (a *api) idOnly(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {
+	id, err := pathID(r)
+	if err == nil {
+		_, err = parseQuery(r)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return uuid.Nil, false
+	}
+	return id, true
+}
+
+// intIDOnly is idOnly for a positive integer id (a group or a reactivation run).
+func (a *api) intIDOnly(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := pathGroupID(r)
+	if err == nil {
+		_, err = parseQuery(r)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return 0, false
+	}
+	return id, true
+}
+
 // parseQuery parses the query string of r strictly (a malformed pair, e.g. one with a
 // semicolon, is an error rather than dropped) and answers 400 for a parameter not in allowed,
 // and for one given more than once unless operator.Repeatable says it may.

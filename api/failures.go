@@ -285,12 +285,8 @@ type failureDetail struct {
 
 // getFailure serves GET /failures/{id}.
 func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	if err == nil {
-		_, err = parseQuery(r)
-	}
-	if err != nil {
-		a.fail(w, r, err)
+	id, ok := a.idOnly(w, r)
+	if !ok {
 		return
 	}
 	d, err := a.core.Failure(r.Context(), id, reader(r))

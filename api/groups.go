@@ -68,12 +68,8 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) {
 
 // getGroup serves GET /groups/{id}.
 func (a *api) getGroup(w http.ResponseWriter, r *http.Request) {
-	id, err := pathGroupID(r)
-	if err == nil {
-		_, err = parseQuery(r)
-	}
-	if err != nil {
-		a.fail(w, r, err)
+	id, ok := a.intIDOnly(w, r)
+	if !ok {
 		return
 	}
 	g, err := a.core.Group(r.Context(), id)

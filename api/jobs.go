@@ -140,12 +140,8 @@ type jobDetail struct {
 
 // getJob serves GET /jobs/{id}.
 func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r)
-	if err == nil {
-		_, err = parseQuery(r)
-	}
-	if err != nil {
-		a.fail(w, r, err)
+	id, ok := a.idOnly(w, r)
+	if !ok {
 		return
 	}
 	j, err := a.core.Job(r.Context(), id)

@@ -88,12 +88,8 @@ func (a *api) listReactivations(w http.ResponseWriter, r *http.Request) {
 
 // getReactivation serves GET /dead-letters/reactivations/{id}.
 func (a *api) getReactivation(w http.ResponseWriter, r *http.Request) {
-	id, err := pathGroupID(r)
-	if err == nil {
-		_, err = parseQuery(r)
-	}
-	if err != nil {
-		a.fail(w, r, err)
+	id, ok := a.intIDOnly(w, r)
+	if !ok {
 		return
 	}
 	v, err := a.core.Reactivation(r.Context(), id)
