@@ -133,6 +133,7 @@ func (a *api) routes() chi.Router {
 				r.Post("/failures/retry", a.retryBulk)
 				r.Post("/failures/close", a.closeBulk)
 				r.Patch("/groups/{id}", a.patchGroup)
+				r.Post("/groups/{id}/ticket", a.openTicket)
 				r.Post("/jobs", a.previewJob)
 				r.Post("/jobs/{id}/start", a.startJob)
 				r.Post("/jobs/{id}/pause", a.pauseJob)

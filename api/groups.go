@@ -10,24 +10,32 @@ import (
 
 // groupJSON is a failure group with its counts.
 type groupJSON struct {
-	ID               int64     `json:"id"`
-	PublisherService string    `json:"publisher_service"`
-	MessageType      string    `json:"message_type"`
-	ErrorCode        string    `json:"error_code"`
-	StackTraceHash   string    `json:"stack_trace_hash"`
-	Ticket           *string   `json:"ticket"`
-	Note             *string   `json:"note"`
-	FirstSeen        time.Time `json:"first_seen"`
-	LastSeen         time.Time `json:"last_seen"`
+	ID               int64   `json:"id"`
+	PublisherService string  `json:"publisher_service"`
+	MessageType      string  `json:"message_type"`
+	ErrorCode        string  `json:"error_code"`
+	StackTraceHash   string  `json:"stack_trace_hash"`
+	Ticket           *string `json:"ticket"`
+	// TicketURL is the ticket's address from the configured link template; null without one.
+	TicketURL *string   `json:"ticket_url"`
+	Note      *string   `json:"note"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
 	// OpenCount counts the group's RETRY_PENDING and PERMANENT failures.
 	OpenCount  int64 `json:"open_count"`
 	TotalCount int64 `json:"total_count"`
 }
 
-func newGroupJSON(g *store.Group) groupJSON {
-	return groupJSON{ID: g.ID, PublisherService: g.PublisherService, MessageType: g.MessageType,
+func (a *api) newGroupJSON(g *store.Group) groupJSON {
+	out := groupJSON{ID: g.ID, PublisherService: g.PublisherService, MessageType: g.MessageType,
 		ErrorCode: g.ErrorCode, StackTraceHash: g.StackTraceHash, Ticket: g.Ticket, Note: g.Note,
 		FirstSeen: g.FirstSeen, LastSeen: g.LastSeen, OpenCount: g.OpenCount, TotalCount: g.TotalCount}
+	if g.Ticket != nil {
+		if u := a.core.TicketURL(*g.Ticket); u != "" {
+			out.TicketURL = &u
+		}
+	}
+	return out
 }
 
 // groupDetail is a group with its audit entries.
@@ -58,7 +66,7 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := page[groupJSON]{Data: make([]groupJSON, len(p.Items))}
 	for i := range p.Items {
-		resp.Data[i] = newGroupJSON(&p.Items[i])
+		resp.Data[i] = a.newGroupJSON(&p.Items[i])
 	}
 	if p.Next != "" {
 		resp.NextCursor = &p.Next
@@ -77,7 +85,7 @@ func (a *api) getGroup(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, groupDetail{groupJSON: newGroupJSON(g.Group), Audit: auditListJSON(g.Audit)})
+	writeJSON(w, http.StatusOK, groupDetail{groupJSON: a.newGroupJSON(g.Group), Audit: auditListJSON(g.Audit)})
 }
 
 // groupPatchBody is the body of PATCH /groups/{id}: a member that is absent is kept; null or
@@ -122,5 +130,20 @@ func (a *api) patchGroup(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newGroupJSON(g))
+	writeJSON(w, http.StatusOK, a.newGroupJSON(g))
+}
+
+// openTicket serves POST /groups/{id}/ticket: open an issue in the tracker for the group and
+// store its key as the group's ticket.
+func (a *api) openTicket(w http.ResponseWriter, r *http.Request) {
+	id, ok := a.intIDOnly(w, r)
+	if !ok {
+		return
+	}
+	g, err := a.core.OpenTicket(r.Context(), id, principal(r).Name)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, a.newGroupJSON(g))
 }

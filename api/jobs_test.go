@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -219,5 +220,57 @@ func TestExportImportAPI(t *testing.T) {
 	again := dst.do("GET", "/api/v1/failures/export", viewerToken, nil)
 	if string(again.body) != string(file) {
 		t.Errorf("the re-export differs:\n%s\n%s", again.body, file)
+	}
+}
+
+// Opening a ticket from a group: the tracker's key becomes the group's ticket with its link;
+// a second time is a conflict; a failing tracker changes nothing.
+func TestOpenTicket(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	fail := false
+	e := newEnv(t, func(s *setup) {
+		s.NoResender = true
+		s.Core.OpenTicket = func(_ context.Context, g *store.Group) (string, error) {
+			calls++
+			if fail {
+				return "", errors.New("Jira answered 503 Service Unavailable")
+			}
+			return "OPS-" + strconv.FormatInt(g.ID, 10), nil
+		}
+		s.Core.TicketURL = func(t string) string { return "https://tracker.example/browse/" + t }
+	})
+	e.insert(row{ErrorCode: "A"})
+	e.insert(row{ErrorCode: "B"})
+	var ids []int64
+	rows, err := e.pool.Query(context.Background(), "SELECT id FROM failure_groups ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		_ = rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	rows.Close()
+	path := "/api/v1/groups/" + strconv.FormatInt(ids[0], 10) + "/ticket"
+	if r := e.do("POST", path, viewerToken, nil); r.status != 403 {
+		t.Errorf("as viewer = %d", r.status)
+	}
+	r := e.do("POST", path, operatorToken, nil)
+	want := "OPS-" + strconv.FormatInt(ids[0], 10)
+	if r.status != 201 || !strings.Contains(string(r.body), `"ticket":"`+want+`"`) || !strings.Contains(string(r.body), `"ticket_url":"https://tracker.example/browse/`+want+`"`) {
+		t.Errorf("open = %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", path, operatorToken, nil); r.status != 409 || calls != 1 {
+		t.Errorf("again = %d, %d calls", r.status, calls)
+	}
+	fail = true
+	before := e.checksum()
+	if r := e.do("POST", "/api/v1/groups/"+strconv.FormatInt(ids[1], 10)+"/ticket", operatorToken, nil); r.status != 502 || !strings.Contains(string(r.body), "503") {
+		t.Errorf("tracker down = %d %s", r.status, r.body)
+	}
+	if e.checksum() != before {
+		t.Error("a failed ticket changed something")
 	}
 }

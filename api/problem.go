@@ -92,6 +92,8 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 			status = http.StatusUnprocessableEntity
 		}
 		writeProblem(w, r, status, ie.Field, ie.Detail)
+	case errors.Is(err, operator.ErrTracker):
+		writeProblem(w, r, http.StatusBadGateway, "", strings.TrimPrefix(err.Error(), operator.ErrTracker.Error()+": "))
 	case errors.Is(err, operator.ErrPayloadForbidden):
 		writeProblem(w, r, http.StatusForbidden, "", strings.TrimPrefix(err.Error(), operator.ErrPayloadForbidden.Error()+": "))
 	case errors.Is(err, operator.ErrConflict):

@@ -66,6 +66,11 @@ type Config struct {
 	Reactivate func(context.Context, ReactivateRequest) (*store.Reactivation, error)
 	// DeadLetterTopic is the service's own dead-letter topic, whose reactivations are listed.
 	DeadLetterTopic string
+	// OpenTicket opens an issue for a group in a tracker (ticket.Jira.Create) and returns its
+	// key. When nil, OpenTicket wraps ErrUnavailable.
+	OpenTicket func(context.Context, *store.Group) (string, error)
+	// TicketURL turns a ticket into an address (ticket.Link). Optional.
+	TicketURL func(ticket string) string
 	// PreviewTTL is how long a job preview's token starts the job. Defaults to 15m.
 	PreviewTTL time.Duration
 	// Logger receives errors and warnings. Defaults to a logger that discards.

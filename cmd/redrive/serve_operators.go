@@ -19,6 +19,7 @@ import (
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive/ticket"
 	"github.com/redrive/redrive/web"
 )
 
@@ -55,10 +56,17 @@ type operatorConfig struct {
 
 	MaskingRules string
 
+	Jira jiraFlags
+
 	WebhooksFile    string
 	NotifyThreshold int
 	NotifyWindow    time.Duration
 	PublicURL       string
+}
+
+// jiraFlags configure opening tickets from groups.
+type jiraFlags struct {
+	URL, User, Token, Project, IssueType, Summary, Description, LinkTemplate string
 }
 
 // oidcFlags are the OpenID Connect settings: sign-in for the UI, JWT bearer tokens for the API.
@@ -91,6 +99,14 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	insecure := ef.Bool("insecure-no-auth", "REDRIVE_INSECURE_NO_AUTH", false, "serve the API and UI without authentication, everyone an admin (demos only)")
 	sessionKey := ef.String("ui-session-key", "REDRIVE_UI_SESSION_KEY", "", "hex key (at least 32 bytes) for the UI's CSRF tokens; give every instance the same; random when empty")
 	secure := ef.Bool("ui-secure-cookies", "REDRIVE_UI_SECURE_COOKIES", false, "mark the UI's cookies Secure (set it behind a TLS-terminating proxy)")
+	jiraURL := ef.String("jira-url", "REDRIVE_JIRA_URL", "", "Jira's address (https://example.atlassian.net); enables opening tickets from groups")
+	jiraUser := ef.String("jira-user", "REDRIVE_JIRA_USER", "", "Jira user for basic auth (Jira Cloud: the account's e-mail); empty: the token is a bearer token")
+	jiraToken := ef.String("jira-token", "REDRIVE_JIRA_TOKEN", "", "Jira API token (with -jira-user) or personal access token")
+	jiraProject := ef.String("jira-project", "REDRIVE_JIRA_PROJECT", "", "Jira project key of the tickets")
+	jiraType := ef.String("jira-issue-type", "REDRIVE_JIRA_ISSUE_TYPE", "Bug", "Jira issue type of the tickets")
+	jiraSummary := ef.String("jira-summary", "REDRIVE_JIRA_SUMMARY", ticket.DefaultSummary, "summary template of a ticket ({group_id}, {service}, {source}, {message_type}, {error_code}, {count}, {link}, …)")
+	jiraDesc := ef.String("jira-description", "REDRIVE_JIRA_DESCRIPTION", "{count} failures of {message_type} in {service} ({error_code}), first seen {first_seen}, last seen {last_seen}.\\n{link}", "description template of a ticket")
+	ticketLink := ef.String("ticket-url-template", "REDRIVE_TICKET_URL_TEMPLATE", "", "address of a group's ticket in any tracker, e.g. https://tracker.example/browse/{ticket}")
 	webhooks := ef.String("webhooks-file", "REDRIVE_WEBHOOKS_FILE", "", "file of outgoing webhooks (NAME URL [events=…] [format=json|slack] [secret=env:VAR|file:PATH] per line)")
 	threshold := ef.Int("notify-threshold", "REDRIVE_NOTIFY_THRESHOLD", 100, "failures of one group within the notify window that make a group.threshold notification; negative disables")
 	window := ef.Duration("notify-window", "REDRIVE_NOTIFY_WINDOW", 10*time.Minute, "window of the group.threshold notification")
@@ -106,6 +122,8 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	oidcSkew := ef.Duration("oidc-clock-skew", "REDRIVE_OIDC_CLOCK_SKEW", auth.DefaultClockSkew, "how far past its expiry a token is still accepted (at most 5m)")
 	return func() (operatorConfig, []error) {
 		c := operatorConfig{
+			Jira: jiraFlags{URL: *jiraURL, User: *jiraUser, Token: *jiraToken, Project: *jiraProject, IssueType: *jiraType,
+				Summary: *jiraSummary, Description: *jiraDesc, LinkTemplate: *ticketLink},
 			MaskingRules: *maskingRules, WebhooksFile: *webhooks, NotifyThreshold: *threshold, NotifyWindow: *window, PublicURL: *publicURL,
 			OIDC: oidcFlags{IssuerURL: *oidcIssuer, ClientID: *oidcClient, ClientSecret: *oidcSecret, RedirectURL: *oidcRedirect,
 				Audience: *oidcAudience, RolesClaim: *oidcClaim, Roles: *oidcRoles, ClockSkew: *oidcSkew},
@@ -271,7 +289,12 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 		}
 		s.log.Info("masking rules loaded", "file", oc.MaskingRules, "rules", rules.Len())
 	}
+	openTicket, ticketURL, err := oc.tickets()
+	if err != nil {
+		return err
+	}
 	core, err := operator.New(operator.Config{
+		OpenTicket: openTicket, TicketURL: ticketURL,
 		Store: s.store, Resender: sched.Resender(), Payloads: payloads, Masking: rules, Logger: s.log, Registerer: s.registry,
 		DeadLetterTopic: s.cfg.DLTTopic,
 		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*store.Reactivation, error) {
@@ -314,4 +337,33 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 	}
 	s.mux.Handle("/", ui)
 	return nil
+}
+
+// tickets builds the ticket functions of the core from the flags; nil ones when not configured.
+func (c operatorConfig) tickets() (func(context.Context, *store.Group) (string, error), func(string) string, error) {
+	var link func(string) string
+	if c.Jira.LinkTemplate != "" {
+		t, err := ticket.ParseTemplate("REDRIVE_TICKET_URL_TEMPLATE (-ticket-url-template)", c.Jira.LinkTemplate)
+		if err != nil {
+			return nil, nil, err
+		}
+		link = func(key string) string { return ticket.Link(t, key) }
+	}
+	if c.Jira.URL == "" {
+		return nil, link, nil
+	}
+	summary, err := ticket.ParseTemplate("REDRIVE_JIRA_SUMMARY (-jira-summary)", c.Jira.Summary)
+	if err != nil {
+		return nil, nil, err
+	}
+	desc, err := ticket.ParseTemplate("REDRIVE_JIRA_DESCRIPTION (-jira-description)", strings.ReplaceAll(c.Jira.Description, `\n`, "\n"))
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := ticket.NewJira(ticket.JiraConfig{URL: c.Jira.URL, User: c.Jira.User, Token: c.Jira.Token, Project: c.Jira.Project,
+		IssueType: c.Jira.IssueType, Summary: summary, Description: desc, BaseURL: c.PublicURL})
+	if err != nil {
+		return nil, nil, fmt.Errorf("REDRIVE_JIRA_* (-jira-*): %w", err)
+	}
+	return j.Create, link, nil
 }

@@ -1,0 +1,45 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redrive/redrive/store"
+)
+
+// ErrTracker means the issue tracker refused or could not be reached; the text says how.
+var ErrTracker = errors.New("issue tracker unavailable")
+
+// OpenTicket opens an issue in the configured tracker for the group with id (Config.OpenTicket)
+// and stores its key as the group's ticket, audited as the principal's group edit. A group
+// that has a ticket already wraps ErrConflict; without a tracker, ErrUnavailable; a tracker
+// failure wraps ErrTracker and changes nothing.
+func (c *Core) OpenTicket(ctx context.Context, id int64, principal string) (*store.Group, error) {
+	if c.cfg.OpenTicket == nil {
+		return nil, fmt.Errorf("%w: no issue tracker is configured", ErrUnavailable)
+	}
+	ctx, cancel := c.actionContext(ctx)
+	defer cancel()
+	g, err := c.store.GroupByID(ctx, id)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	if g.Ticket != nil {
+		return nil, fmt.Errorf("%w: the group has the ticket %s already", ErrConflict, *g.Ticket)
+	}
+	key, err := c.cfg.OpenTicket(ctx, g)
+	if err != nil {
+		c.log.Warn("operator: opening a ticket failed", "group", id, "error", err)
+		return nil, fmt.Errorf("%w: %s", ErrTracker, err.Error())
+	}
+	return c.UpdateGroup(ctx, id, GroupUpdate{Ticket: &key}, principal)
+}
+
+// TicketURL returns the address of a ticket (Config.TicketURL), or "".
+func (c *Core) TicketURL(ticket string) string {
+	if c.cfg.TicketURL == nil || ticket == "" {
+		return ""
+	}
+	return c.cfg.TicketURL(ticket)
+}
