@@ -105,7 +105,7 @@ type ImportResult struct {
 }
 
 // importBatch is the number of records written to the database at once by an import.
-const importBatch = 500
+const importBatch = 2000
 
 // ImportFailures stores the records next returns (until it returns nil, nil), in one
 // transaction: either all of them are handled or, when next or the database fails, none is.
