@@ -145,14 +145,15 @@ func (c *Core) Failure(ctx context.Context, id uuid.UUID, reader Reader) (*Failu
 	if err != nil {
 		return nil, err
 	}
+	audit, err := c.store.FailureAudit(qctx, id, MaxAudit)
+	if err != nil {
+		return nil, err
+	}
+	// Recorded after the audit is read: the view shows what happened before it.
 	if reader.Payload {
 		if err := c.auditPayloadView(qctx, id, reader, "detail"); err != nil {
 			return nil, err
 		}
-	}
-	audit, err := c.store.FailureAudit(qctx, id, MaxAudit)
-	if err != nil {
-		return nil, err
 	}
 	v := &FailureView{FailureDetail: d, Chain: chain, Audit: audit, KeySize: -1, ValueSize: len(d.Value),
 		KeyType: ContentType(d.Key), ValueType: ContentType(d.Value)}

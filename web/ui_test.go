@@ -300,7 +300,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("audit entry: %q", got)
 		}
 		var action, principal, reason string
-		if err := s.pool.QueryRow(context.Background(), `SELECT action, principal, reason FROM audit_log WHERE failure_id = $1`, id).
+		if err := s.pool.QueryRow(context.Background(), `SELECT action, principal, reason FROM audit_log WHERE failure_id = $1 AND action = 'close'`, id).
 			Scan(&action, &principal, &reason); err != nil {
 			t.Fatal(err)
 		}
