@@ -140,6 +140,21 @@ func benchAPI(ctx context.Context, args []string) error {
 			return "/failures?limit=50&q=" + url.QueryEscape(fmt.Sprintf("order %d ", 1000+i%5000))
 		}},
 		{"detail", func(i int) string { return "/failures/" + ids[i%len(ids)].String() }},
+		// The search criteria (each request a different value).
+		{"search: key prefix (8 bytes)", func(i int) string { return "/failures?limit=50&key_prefix=" + ids[i%len(ids)].String()[:8] }},
+		{"search: event id", func(i int) string { return "/failures?limit=50&event_id=" + ids[i%len(ids)].String() }},
+		{"search: idempotence id", func(i int) string { return "/failures?limit=50&idempotence_id=" + ids[i%len(ids)].String() }},
+		{"search: causing event id", func(i int) string {
+			return "/failures?limit=50&causing_event_id=order-" + ids[i%len(ids)].String()
+		}},
+		{"search: trace id", func(i int) string { return fmt.Sprintf("/failures?limit=50&trace_id=%032x", 1+(i*7919)%*n) }},
+		{"search: stack-trace hash", func(i int) string { return fmt.Sprintf("/failures?limit=50&stack_trace_hash=%08x", i%200) }},
+		{"search: header name=value (first page)", func(int) string { return "/failures?limit=50&header=content-type%3Dapplication%2Fjson" }},
+		{"search: no ticket (first page)", func(int) string { return "/failures?limit=50&no_ticket=true" }},
+		{"search: payload text within one topic (bounded)", func(i int) string {
+			return fmt.Sprintf("/failures?limit=50&topic=topic-%02d&payload=%%22customer%%22%%3A%%22c-%d%%22", i%apiBenchTopics, i%9973)
+		}},
+		{"list with total (exact to 10,000)", func(int) string { return "/failures?limit=50&state=PERMANENT&topic=topic-07&total=true" }},
 		{"stats (cached, refreshed every 10s)", func(int) string { return "/stats" }},
 	}
 	fmt.Printf("\n| request | p50 | p99 | max |\n|---|---|---|---|\n")
@@ -174,6 +189,11 @@ func benchAPI(ctx context.Context, args []string) error {
 		{"filtered page (state + topic)", store.ListParams{Limit: 50, Filter: store.Filter{States: []store.State{store.StatePermanent}, Topic: "topic-07"}}},
 		{fmt.Sprintf("page %d via cursor", *deep), store.ListParams{Limit: 50, After: pos}},
 		{"free-text search", store.ListParams{Limit: 50, Filter: store.Filter{Search: "order 1234 "}}},
+		{"search: key prefix", store.ListParams{Limit: 50, Filter: store.Filter{KeyPrefix: []byte(ids[0].String()[:8])}}},
+		{"search: event id", store.ListParams{Limit: 50, Filter: store.Filter{EventID: ids[0].String()}}},
+		{"search: trace id", store.ListParams{Limit: 50, Filter: store.Filter{TraceID: fmt.Sprintf("%032x", 4242)}}},
+		{"search: header name=value", store.ListParams{Limit: 50, Filter: store.Filter{HeaderName: "content-type", HeaderValue: []byte("application/json")}}},
+		{"search: payload within one topic", store.ListParams{Limit: 50, Filter: store.Filter{Topic: "topic-07", Payload: []byte(`"customer":"c-4242"`)}}},
 	} {
 		plan, err := st.ExplainList(ctx, ex.p)
 		if err != nil {
@@ -373,7 +393,8 @@ func (b *apiBenchRows) Values() ([]any, error) {
 	b.row = []any{id, state, temporality, g[3], fmt.Sprintf("failed to process order %d : %s in service %s", i, g[3], g[1]),
 		b.stack, fmt.Sprintf("%08x", i%200), id.String(), id.String(), created, "shop", g[1],
 		fmt.Sprintf("topic-%02d", i%apiBenchTopics), int32(i % 6), int64(i), []byte(id.String()), value,
-		[]string{"trace-id", "content-type", "trace-id"}, [][]byte{[]byte("0af7651916cd43dd"), []byte("application/json"), []byte("b7ad6b71")},
+		[]string{"trace-id", "content-type", "trace-id", "traceparent"}, [][]byte{[]byte("0af7651916cd43dd"), []byte("application/json"), []byte("b7ad6b71"),
+			fmt.Appendf(nil, "00-%032x-00f067aa0ba902b7-01", i)},
 		g[2], "order-" + id.String(), 1, next, closedReason, closedBy, closedAt, resentAt, g[0], created, created}
 	return b.row, nil
 }
