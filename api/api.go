@@ -47,6 +47,8 @@ type Config struct {
 	// ones are cut there (with "truncated": true) and whole from the payload route. Defaults
 	// to 64 KiB.
 	InlinePayloadBytes int
+	// RepairRole is the role that may repair failures (edit and resend). Defaults to admin.
+	RepairRole auth.Role
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -89,6 +91,9 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RepairRole == auth.RoleNone {
+		cfg.RepairRole = auth.RoleAdmin
+	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -117,6 +122,7 @@ func (a *api) routes() chi.Router {
 				r.Get("/failures/export", a.exportFailures)
 				r.Get("/failures/{id}", a.getFailure)
 				r.Get("/failures/{id}/payload", a.getPayload)
+				r.Get("/failures/{id}/revisions", a.listRevisions)
 				r.Get("/stats", a.getStats)
 				r.Get("/groups", a.listGroups)
 				r.Get("/groups/{id}", a.getGroup)
@@ -140,6 +146,7 @@ func (a *api) routes() chi.Router {
 				r.Post("/jobs/{id}/resume", a.resumeJob)
 				r.Post("/jobs/{id}/cancel", a.cancelJob)
 			})
+			r.With(requireRole(a.cfg.RepairRole)).Post("/failures/{id}/repair", a.repairFailure)
 			r.Group(func(r chi.Router) {
 				r.Use(requireRole(auth.RoleAdmin))
 				r.Get("/notifications", a.listNotifications)

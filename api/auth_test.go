@@ -85,8 +85,8 @@ func TestRolesOnEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mutating != 13 {
-		t.Errorf("checked %d mutating routes, want 13", mutating)
+	if mutating != 14 {
+		t.Errorf("checked %d mutating routes, want 14", mutating)
 	}
 	// The roles that may mutate do.
 	if r := e.do("PATCH", "/api/v1/groups/"+itoa(groupID), operatorToken, `{"note": "by operator"}`); r.status != 200 {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
+
+	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -272,5 +276,95 @@ func TestOpenTicket(t *testing.T) {
 	}
 	if e.checksum() != before {
 		t.Error("a failed ticket changed something")
+	}
+}
+
+// A repair stores a revision, resends it byte for byte with the revision header, and leaves
+// the original unchanged; bad edits change nothing.
+func TestRepair(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	orig := []byte(`{"amount":"12,50"}`)
+	id := e.insert(row{Topic: "orders", Value: orig, Key: []byte("k-9"), HeaderNames: []string{"trace"}, HeaderValues: [][]byte{[]byte("t-1")}})
+	path := "/api/v1/failures/" + id.String()
+	before := e.checksum()
+	for _, c := range []struct {
+		token, body string
+		status      int
+	}{
+		{operatorToken, `{"reason": "fix", "value": "{}", "value_format": "json"}`, 403},
+		{adminToken, `{"value": "{}", "value_format": "json"}`, 400},
+		{adminToken, `{"reason": "fix", "value": "{\"amount\": 12.5", "value_format": "json"}`, 400},
+		{adminToken, `{"reason": "fix", "value": "x", "value_format": "avro"}`, 422},
+		{adminToken, `{"reason": "fix", "value": "x", "target_topic": "elsewhere"}`, 400},
+		{adminToken, `{"reason": "fix", "value": "x", "value_base64": "eA=="}`, 400},
+		{adminToken, `{"reason": "fix", "value": "x", "value_format": "yaml"}`, 400},
+	} {
+		if r := e.do("POST", path+"/repair", c.token, c.body); r.status != c.status {
+			t.Errorf("%s = %d %s, want %d", c.body, r.status, r.body, c.status)
+		}
+	}
+	if e.checksum() != before {
+		t.Fatal("a refused repair changed something")
+	}
+	edited := `{"amount":12.5}`
+	r := e.do("POST", path+"/repair", adminToken, map[string]any{"reason": "decimal comma", "value": edited, "value_format": "json",
+		"headers": []map[string]any{{"name": "trace", "value": "t-1"}, {"name": "fixed-by", "value": "ada"}}})
+	if r.status != 200 || !strings.Contains(string(r.body), `"outcome":"resent"`) {
+		t.Fatalf("repair = %d %s", r.status, r.body)
+	}
+	m := e.cluster.ConsumeN(t, "orders", 1, 30*time.Second)[0]
+	headers := map[string]string{}
+	for _, h := range m.Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	if string(m.Value) != edited || string(m.Key) != "k-9" || headers["fixed-by"] != "ada" || headers["trace"] != "t-1" || headers["redrive-revision"] == "" {
+		t.Errorf("resent %q %q %v", m.Key, m.Value, headers)
+	}
+	var stored []byte
+	if err := e.pool.QueryRow(context.Background(), "SELECT original_value FROM failures WHERE id = $1", id).Scan(&stored); err != nil || string(stored) != string(orig) {
+		t.Errorf("the original changed: %q %v", stored, err)
+	}
+	r = e.do("GET", path+"/revisions", viewerToken, nil)
+	if r.status != 200 || !strings.Contains(string(r.body), `"reason":"decimal comma"`) || !strings.Contains(string(r.body), `"principal":"ada"`) {
+		t.Errorf("revisions = %d %s", r.status, r.body)
+	}
+	if e.state(id) != store.StateResent {
+		t.Errorf("state after the repair: %s", e.state(id))
+	}
+	if r := e.do("POST", path+"/repair", adminToken, `{"reason": "again", "value": "x"}`); r.status != 409 {
+		t.Errorf("repair of a RESENT failure = %d", r.status)
+	}
+}
+
+// A Confluent-Avro payload is repaired as JSON and re-encoded with its writer schema and id.
+func TestRepairAvro(t *testing.T) {
+	t.Parallel()
+	reg, err := schemaregistry.NewClient(schemaregistry.NewConfig("mock://api-repair-avro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := `{"type":"record","name":"Payment","namespace":"shop","fields":[{"name":"id","type":"long"},{"name":"note","type":["null","string"],"default":null}]}`
+	schemaID, err := reg.Register("orders-value", schemaregistry.SchemaInfo{Schema: schema}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(s *setup) { s.Core.Payloads = payloads })
+	framed := []byte{0, 0, 0, 0, 0, 0x0e, 0x00} // id 7, note null
+	binary.BigEndian.PutUint32(framed[1:5], uint32(schemaID))
+	id := e.insert(row{Topic: "orders", Value: framed})
+	r := e.do("POST", "/api/v1/failures/"+id.String()+"/repair", adminToken,
+		map[string]any{"reason": "note added", "value": `{"id": 8, "note": {"string": "ok"}}`, "value_format": "avro"})
+	if r.status != 200 {
+		t.Fatalf("repair = %d %s", r.status, r.body)
+	}
+	m := e.cluster.ConsumeN(t, "orders", 1, 30*time.Second)[0]
+	got, err := payloads.Decode("orders", "value", m.Value)
+	if err != nil || got.SchemaID != schemaID || string(got.JSON) != `{"id":8,"note":{"string":"ok"}}` {
+		t.Errorf("resent %x: %+v, %v", m.Value, got, err)
 	}
 }

@@ -1,6 +1,7 @@
 package avro
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -240,4 +241,50 @@ func (d *PayloadDecoder) schemaByID(topic, part string, id int) (*registrySchema
 	d.ids[id] = rs
 	d.mu.Unlock()
 	return rs, nil
+}
+
+// EncodeJSON encodes an edited datum, given in Avro's JSON encoding (as Decode shows it: unions
+// as {"branch": value}), with the writer schema and framing of like (a payload Decode reads),
+// so that a repaired payload keeps its schema id or fingerprint. The error is a *PayloadError
+// that says why the edit does not fit the schema.
+func (d *PayloadDecoder) EncodeJSON(topic, part string, like, datumJSON []byte) ([]byte, error) {
+	var (
+		sc   *Schema
+		head []byte
+	)
+	switch {
+	case len(like) >= 10 && like[0] == 0xc3 && like[1] == 0x01:
+		fp := [8]byte(like[2:10])
+		s, ok := d.known[fp]
+		if !ok {
+			return nil, &PayloadError{Framing: FramingSingleObject, Err: ErrUnknownSchema,
+				Detail: fmt.Sprintf("the %s's schema (fingerprint %x) is not among the configured schemas", part, fp)}
+		}
+		sc, head = s, like[:10]
+	case len(like) >= 5 && like[0] == 0x00:
+		id := int(binary.BigEndian.Uint32(like[1:5]))
+		if d.registry == nil {
+			return nil, &PayloadError{Framing: FramingConfluent, Err: ErrNoRegistry,
+				Detail: fmt.Sprintf("the %s names schema id %d, but no schema registry is configured", part, id)}
+		}
+		rs, err := d.schemaByID(topic, part, id)
+		if err != nil {
+			return nil, err
+		}
+		sc, head = rs.schema, like[:5]
+	default:
+		return nil, &PayloadError{Err: ErrUnknownFraming, Detail: fmt.Sprintf("the %s is not framed as Avro: edit it as bytes, text or JSON", part)}
+	}
+	native, rest, err := sc.sc.codec.NativeFromTextual(datumJSON)
+	if err == nil && len(bytes.TrimSpace(rest)) > 0 {
+		err = fmt.Errorf("%d bytes after the JSON value", len(bytes.TrimSpace(rest)))
+	}
+	if err != nil {
+		return nil, &PayloadError{Err: ErrInvalidDatum, Detail: fmt.Sprintf("the edited %s does not fit its writer schema: %v", part, err)}
+	}
+	out, err := sc.sc.codec.BinaryFromNative(append([]byte(nil), head...), native)
+	if err != nil {
+		return nil, &PayloadError{Err: ErrInvalidDatum, Detail: fmt.Sprintf("the edited %s does not fit its writer schema: %v", part, err)}
+	}
+	return out, nil
 }

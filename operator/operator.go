@@ -71,6 +71,8 @@ type Config struct {
 	OpenTicket func(context.Context, *store.Group) (string, error)
 	// TicketURL turns a ticket into an address (ticket.Link). Optional.
 	TicketURL func(ticket string) string
+	// RepairTopics are the topics a repair may send to besides the failure's original topic.
+	RepairTopics []string
 	// PreviewTTL is how long a job preview's token starts the job. Defaults to 15m.
 	PreviewTTL time.Duration
 	// Logger receives errors and warnings. Defaults to a logger that discards.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
+	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/store"
 )
 
@@ -132,7 +134,7 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 			r.auditOnly(items[start:], req)
 			break
 		}
-		r.resendChunk(ctx, part, req)
+		r.resendChunk(ctx, part, req, nil)
 	}
 	for _, it := range items {
 		r.s.metrics.resends.WithLabelValues(TriggerManual, string(it.Outcome)).Inc()
@@ -140,8 +142,9 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 	return summarize(items), nil
 }
 
-// resendChunk claims, sends and records part, filling in each outcome.
-func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req ManualRequest) {
+// resendChunk claims, sends and records part, filling in each outcome. edit, when not nil,
+// changes each claimed item before it is sent (a repair's revision).
+func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req ManualRequest, edit func(*store.ResendItem)) {
 	ids := make([]uuid.UUID, len(part))
 	for i := range part {
 		ids[i] = part[i].ID
@@ -178,6 +181,11 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 			}
 		} else {
 			part[i].Outcome, part[i].Error = OutcomeNotFound, "no failure has this id"
+		}
+	}
+	if edit != nil {
+		for i := range claim.Items {
+			edit(&claim.Items[i])
 		}
 	}
 	// The claimed rows are held for this resender: finish even when ctx ends.
@@ -275,4 +283,56 @@ func summarize(items []ItemResult) ManualResult {
 		}
 	}
 	return res
+}
+
+// HeaderRevision names, on a resent record, the revision (an operator's repair) it carries
+// instead of the stored original.
+const HeaderRevision = "redrive-revision"
+
+// Revision is what a repair sends instead of the stored original: the record as the operator
+// edited it, to Topic.
+type Revision struct {
+	// ID names the revision; the record carries it in the HeaderRevision header.
+	ID    int64
+	Topic string
+	Key   []byte // nil for a null key
+	Value []byte // nil for a null value (a tombstone)
+	// Headers are the record's headers in order (the resend headers are added as for any
+	// resend).
+	Headers []avro.Header
+}
+
+// ResendRevision resends the failure with id as rev says instead of as stored, like ResendIDs
+// does for one id (claim, rate limit, RESENT on the broker's acknowledgement, an audit entry
+// with the revision). The stored original is not changed.
+func (r *Resender) ResendRevision(ctx context.Context, id uuid.UUID, rev Revision, req ManualRequest) (ItemResult, error) {
+	if req.Principal == "" {
+		return ItemResult{}, fmt.Errorf("%w: a principal is required", ErrInvalidRequest)
+	}
+	part := []ItemResult{{ID: id}}
+	if !r.enter() {
+		return ItemResult{ID: id, Outcome: OutcomeFailed, Error: ErrClosed.Error()}, ErrClosed
+	}
+	defer r.inflight.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.stopCtx, cancel)()
+	if err := r.limiter.WaitN(ctx, 1); err != nil {
+		return ItemResult{ID: id, Outcome: OutcomeFailed, Error: "not attempted: rate limit: " + err.Error()}, nil
+	}
+	details := map[string]any{"revision": rev.ID, "target_topic": rev.Topic}
+	for k, v := range req.Details {
+		details[k] = v
+	}
+	req.Details = details
+	r.resendChunk(ctx, part, req, func(it *store.ResendItem) {
+		if rev.Topic != it.Topic {
+			it.Partition = store.UnknownPosition // another topic: partition by key
+		}
+		it.Topic, it.Key, it.Value = rev.Topic, rev.Key, rev.Value
+		it.Headers = append(append([]avro.Header(nil), rev.Headers...),
+			avro.Header{Name: HeaderRevision, Value: []byte(strconv.FormatInt(rev.ID, 10))})
+	})
+	r.s.metrics.resends.WithLabelValues(TriggerManual, string(part[0].Outcome)).Inc()
+	return part[0], nil
 }

@@ -58,6 +58,9 @@ type operatorConfig struct {
 
 	Jira jiraFlags
 
+	RepairRole   string
+	RepairTopics string
+
 	WebhooksFile    string
 	NotifyThreshold int
 	NotifyWindow    time.Duration
@@ -99,6 +102,8 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	insecure := ef.Bool("insecure-no-auth", "REDRIVE_INSECURE_NO_AUTH", false, "serve the API and UI without authentication, everyone an admin (demos only)")
 	sessionKey := ef.String("ui-session-key", "REDRIVE_UI_SESSION_KEY", "", "hex key (at least 32 bytes) for the UI's CSRF tokens; give every instance the same; random when empty")
 	secure := ef.Bool("ui-secure-cookies", "REDRIVE_UI_SECURE_COOKIES", false, "mark the UI's cookies Secure (set it behind a TLS-terminating proxy)")
+	repairRole := ef.String("repair-role", "REDRIVE_REPAIR_ROLE", "admin", "role that may repair failures (edit and resend): operator or admin")
+	repairTopics := ef.String("repair-topics", "REDRIVE_REPAIR_TOPICS", "", "topics a repair may send to besides the failure's original topic, comma-separated")
 	jiraURL := ef.String("jira-url", "REDRIVE_JIRA_URL", "", "Jira's address (https://example.atlassian.net); enables opening tickets from groups")
 	jiraUser := ef.String("jira-user", "REDRIVE_JIRA_USER", "", "Jira user for basic auth (Jira Cloud: the account's e-mail); empty: the token is a bearer token")
 	jiraToken := ef.String("jira-token", "REDRIVE_JIRA_TOKEN", "", "Jira API token (with -jira-user) or personal access token")
@@ -122,6 +127,7 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	oidcSkew := ef.Duration("oidc-clock-skew", "REDRIVE_OIDC_CLOCK_SKEW", auth.DefaultClockSkew, "how far past its expiry a token is still accepted (at most 5m)")
 	return func() (operatorConfig, []error) {
 		c := operatorConfig{
+			RepairRole: *repairRole, RepairTopics: *repairTopics,
 			Jira: jiraFlags{URL: *jiraURL, User: *jiraUser, Token: *jiraToken, Project: *jiraProject, IssueType: *jiraType,
 				Summary: *jiraSummary, Description: *jiraDesc, LinkTemplate: *ticketLink},
 			MaskingRules: *maskingRules, WebhooksFile: *webhooks, NotifyThreshold: *threshold, NotifyWindow: *window, PublicURL: *publicURL,
@@ -294,7 +300,7 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 		return err
 	}
 	core, err := operator.New(operator.Config{
-		OpenTicket: openTicket, TicketURL: ticketURL,
+		OpenTicket: openTicket, TicketURL: ticketURL, RepairTopics: splitList(oc.RepairTopics),
 		Store: s.store, Resender: sched.Resender(), Payloads: payloads, Masking: rules, Logger: s.log, Registerer: s.registry,
 		DeadLetterTopic: s.cfg.DLTTopic,
 		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*store.Reactivation, error) {
@@ -319,7 +325,11 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 		}
 		s.components = append(s.components, component{name: "notify", run: n.Run})
 	}
-	apiHandler, err := api.New(api.Config{Core: core, Auth: authn, Logger: s.log, Registerer: s.registry})
+	repairRole, err := auth.ParseRole(oc.RepairRole)
+	if err != nil || repairRole < auth.RoleOperator {
+		return fmt.Errorf("REDRIVE_REPAIR_ROLE (-repair-role): %q is not operator or admin", oc.RepairRole)
+	}
+	apiHandler, err := api.New(api.Config{Core: core, Auth: authn, Logger: s.log, Registerer: s.registry, RepairRole: repairRole})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
@@ -366,4 +376,15 @@ func (c operatorConfig) tickets() (func(context.Context, *store.Group) (string, 
 		return nil, nil, fmt.Errorf("REDRIVE_JIRA_* (-jira-*): %w", err)
 	}
 	return j.Create, link, nil
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
