@@ -14,18 +14,20 @@ import (
 
 // jobJSON is a job with its progress.
 type jobJSON struct {
-	ID        uuid.UUID      `json:"id"`
-	Action    string         `json:"action"`
-	State     store.JobState `json:"state"`
-	Principal string         `json:"principal"`
-	Reason    *string        `json:"reason"`
-	Selection map[string]any `json:"selection"`
-	RateLimit float64        `json:"rate_limit"`
-	Total     int64          `json:"total"`
-	Done      int64          `json:"done"`
-	Skipped   int64          `json:"skipped"`
-	Failed    int64          `json:"failed"`
-	Remaining int64          `json:"remaining"`
+	ID     uuid.UUID `json:"id"`
+	Action string    `json:"action"`
+	// TargetTopic is where a resend_to job sends the failures; null for other actions.
+	TargetTopic *string        `json:"target_topic"`
+	State       store.JobState `json:"state"`
+	Principal   string         `json:"principal"`
+	Reason      *string        `json:"reason"`
+	Selection   map[string]any `json:"selection"`
+	RateLimit   float64        `json:"rate_limit"`
+	Total       int64          `json:"total"`
+	Done        int64          `json:"done"`
+	Skipped     int64          `json:"skipped"`
+	Failed      int64          `json:"failed"`
+	Remaining   int64          `json:"remaining"`
 	// Rate is the items acted on per second since the job started.
 	Rate             float64    `json:"rate"`
 	ETA              *time.Time `json:"eta"`
@@ -38,7 +40,7 @@ type jobJSON struct {
 
 func newJobJSON(v *operator.JobView) jobJSON {
 	j := v.Job
-	return jobJSON{ID: j.ID, Action: j.Action, State: j.State, Principal: j.Principal, Reason: j.Reason,
+	return jobJSON{ID: j.ID, Action: j.Action, TargetTopic: j.TargetTopic, State: j.State, Principal: j.Principal, Reason: j.Reason,
 		Selection: j.Selection, RateLimit: j.RateLimit, Total: j.Total, Done: j.Done, Skipped: j.Skipped,
 		Failed: j.Failed, Remaining: j.Remaining(), Rate: v.Rate, ETA: v.ETA, CreatedAt: j.CreatedAt,
 		PreviewExpiresAt: j.PreviewExpiresAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, UpdatedAt: j.UpdatedAt}
@@ -77,6 +79,8 @@ type jobBody struct {
 	Filter    *operator.FilterInput `json:"filter"`
 	Reason    *string               `json:"reason"`
 	RateLimit float64               `json:"rate_limit"`
+	// TargetTopic is the topic of a resend_to job.
+	TargetTopic string `json:"target_topic"`
 }
 
 // previewJSON is the answer to POST /jobs.
@@ -93,7 +97,8 @@ func (a *api) previewJob(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = a.decodeBody(w, r, &body, false)
 	}
-	req := operator.JobRequest{Action: body.Action, Principal: principal(r).Name, Reason: deref(body.Reason), RateLimit: body.RateLimit}
+	req := operator.JobRequest{Action: body.Action, Principal: principal(r).Name, Reason: deref(body.Reason), RateLimit: body.RateLimit,
+		TargetTopic: body.TargetTopic}
 	if err == nil && body.IDs != nil {
 		req.Selection.IDs, err = parseJobIDs(body.IDs)
 	}

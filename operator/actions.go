@@ -24,6 +24,8 @@ const (
 	Retry Action = "retry"
 	// Close dismisses a failure with a reason.
 	Close Action = "close"
+	// ResendTo republishes a failure's original record to another topic (jobs only).
+	ResendTo Action = "resend_to"
 )
 
 // Outcome is what became of one failure in an action: the one outcome type of the API, the
@@ -55,6 +57,14 @@ func (a Action) Success() Outcome {
 		return OutcomeClosed
 	}
 	return OutcomeResent
+}
+
+// auditAction is the audit action of one item of a: resends are "retry" entries.
+func (a Action) auditAction() string {
+	if a == Close {
+		return store.AuditActionClose
+	}
+	return resend.AuditActionRetry
 }
 
 // Outcomes lists the outcomes the action can have, success first.
@@ -174,7 +184,7 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 		if req.Selection.Filter != nil {
 			details["filter"] = describeFilter(*req.Selection.Filter)
 		}
-		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details); err != nil {
+		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -268,9 +278,9 @@ func (c *Core) preview(ctx context.Context, act Action, ids []uuid.UUID) ([]Item
 // of the chunks after it, as failed: nothing is left without an outcome. When the first chunk
 // fails because the resender is shutting down, nothing was done: that is an error wrapping
 // ErrUnavailable.
-func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any) ([]ItemOutcome, error) {
+func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any, target string) ([]ItemOutcome, error) {
 	chunk := store.MaxCloseIDs
-	if act == Retry {
+	if act != Close {
 		chunk = max(1, c.cfg.Resender.MaxIDs())
 	}
 	out := make([]ItemOutcome, 0, len(ids))
@@ -280,8 +290,8 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 			res []ItemOutcome
 			err error
 		)
-		if act == Retry {
-			res, err = c.retry(ctx, part, principal, reason, details)
+		if act != Close {
+			res, err = c.retry(ctx, part, principal, reason, details, target)
 		} else {
 			res, err = c.close(ctx, part, principal, reason, details)
 		}
@@ -305,8 +315,8 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 }
 
 // retry resends ids (at most the resender's MaxIDs).
-func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any) ([]ItemOutcome, error) {
-	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resend.ManualRequest{Principal: principal, Reason: reason, Details: details})
+func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any, target string) ([]ItemOutcome, error) {
+	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resend.ManualRequest{Principal: principal, Reason: reason, Details: details, TargetTopic: target})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,8 @@ type JobRequest struct {
 	Reason string
 	// RateLimit is the most items per second the job acts on. Defaults to DefaultJobRate.
 	RateLimit float64
+	// TargetTopic is the topic of a ResendTo job: it must be in Config.RepairTopics.
+	TargetTopic string
 }
 
 // JobPreview is a job whose selection is pinned, waiting for its token.
@@ -60,13 +63,19 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 		return nil, err
 	}
 	switch {
-	case req.Action != Retry && req.Action != Close:
-		return nil, invalid("action", "%q is not retry or close", clip.Text(string(req.Action), clip.Default))
+	case req.Action != Retry && req.Action != Close && req.Action != ResendTo:
+		return nil, invalid("action", "%q is not retry, close or resend_to", clip.Text(string(req.Action), clip.Default))
+	case req.Action == ResendTo && req.TargetTopic == "":
+		return nil, invalid("target_topic", "required to resend to another topic")
+	case req.Action == ResendTo && !slices.Contains(c.cfg.RepairTopics, req.TargetTopic):
+		return nil, invalid("target_topic", "%q is not among the topics failures may be sent to (-repair-topics)", clip.Text(req.TargetTopic, clip.Default))
+	case req.Action != ResendTo && req.TargetTopic != "":
+		return nil, invalid("target_topic", "only a resend_to job has a target topic")
 	case reason == "" && req.Action == Close:
 		return nil, invalid("reason", "required: say why the failures are closed")
 	case req.RateLimit < 0 || req.RateLimit > MaxJobRate || math.IsNaN(req.RateLimit):
 		return nil, invalid("rate_limit", "%g is not between 0 (the default, %d per second) and %d", req.RateLimit, DefaultJobRate, MaxJobRate)
-	case req.Action == Retry && c.cfg.Resender == nil:
+	case req.Action != Close && c.cfg.Resender == nil:
 		return nil, fmt.Errorf("%w: resending is not configured on this server", ErrUnavailable)
 	}
 	if req.RateLimit == 0 {
@@ -97,8 +106,12 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 	now := c.cfg.Now()
 	qctx, cancel := c.actionContext(ctx)
 	defer cancel()
+	var target *string
+	if req.TargetTopic != "" {
+		target = &req.TargetTopic
+	}
 	job, err := c.store.CreateJob(qctx, store.CreateJobParams{
-		Action: string(req.Action), Filter: sel.Filter, IDs: sel.IDs, Principal: req.Principal, Reason: reason,
+		Action: string(req.Action), TargetTopic: target, Filter: sel.Filter, IDs: sel.IDs, Principal: req.Principal, Reason: reason,
 		Selection: described, RateLimit: req.RateLimit, Token: token, Now: now, ExpiresAt: now.Add(c.cfg.PreviewTTL),
 	})
 	if err != nil {
@@ -465,10 +478,14 @@ func (c *Core) actOnItems(ctx context.Context, job *store.Job, act Action, reaso
 	}
 	actx, cancel := c.actionContext(ctx)
 	defer cancel()
-	if act == Retry && c.cfg.Resender == nil {
+	if act != Close && c.cfg.Resender == nil {
 		return nil, fmt.Errorf("%w: resending is not configured on this instance", ErrUnavailable)
 	}
-	outcomes, err := c.apply(actx, act, ids, job.Principal, reason, map[string]any{"job_id": job.ID.String()})
+	target := ""
+	if job.TargetTopic != nil {
+		target = *job.TargetTopic
+	}
+	outcomes, err := c.apply(actx, act, ids, job.Principal, reason, map[string]any{"job_id": job.ID.String()}, target)
 	if err != nil {
 		return nil, err
 	}
@@ -482,7 +499,7 @@ func (c *Core) actOnItems(ctx context.Context, job *store.Job, act Action, reaso
 	}
 	acted := map[uuid.UUID]bool{}
 	if len(refused) > 0 {
-		if acted, err = c.store.JobActedOn(actx, job.ID, string(act), refused); err != nil {
+		if acted, err = c.store.JobActedOn(actx, job.ID, act.auditAction(), refused); err != nil {
 			return nil, err
 		}
 	}

@@ -426,7 +426,7 @@ func TestRetryJob(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- sched.Run(sctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	c, err := operator.New(operator.Config{Store: s, Resender: sched.Resender()})
+	c, err := operator.New(operator.Config{Store: s, Resender: sched.Resender(), RepairTopics: []string{"orders.replay"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,4 +448,25 @@ func TestRetryJob(t *testing.T) {
 		t.Errorf("states = %v", got)
 	}
 	cluster.ConsumeN(t, "orders", 30, 30*time.Second)
+
+	// A resend_to job sends the originals to another topic, allowed by the list.
+	cluster.CreateTopic(t, "orders.replay", 1)
+	more := insertN(t, pool, 5, testkit.FailureRow{Topic: "orders"})
+	if _, err := c.PreviewJob(ctx, operator.JobRequest{Action: operator.ResendTo, TargetTopic: "elsewhere",
+		Selection: operator.Selection{IDs: more}, Principal: "alice"}); err == nil {
+		t.Error("a topic outside the allow-list was accepted")
+	}
+	p2, err := c.PreviewJob(ctx, operator.JobRequest{Action: operator.ResendTo, TargetTopic: "orders.replay",
+		Selection: operator.Selection{IDs: more}, Principal: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StartJob(ctx, p2.Job.ID, p2.Token, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	j2 := waitJob(t, c, p2.Job.ID, "done", func(j *operator.JobView) bool { return j.State == store.JobDone })
+	if j2.Done != 5 || j2.TargetTopic == nil || *j2.TargetTopic != "orders.replay" {
+		t.Errorf("resend_to job = %+v", j2.Job)
+	}
+	cluster.ConsumeN(t, "orders.replay", 5, 30*time.Second)
 }

@@ -49,6 +49,9 @@ type ManualRequest struct {
 	Reason string
 	// Details are added to the details of every audit entry written (e.g. a bulk action's id).
 	Details map[string]any
+	// TargetTopic, when set, sends the records to this topic instead of their original one
+	// (partitioned by key).
+	TargetTopic string
 }
 
 // ItemResult is the outcome of a manual resend for one id.
@@ -134,7 +137,15 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 			r.auditOnly(items[start:], req)
 			break
 		}
-		r.resendChunk(ctx, part, req, nil)
+		var edit func(*store.ResendItem)
+		if req.TargetTopic != "" {
+			edit = func(it *store.ResendItem) {
+				if it.Topic != req.TargetTopic {
+					it.Topic, it.Partition = req.TargetTopic, store.UnknownPosition
+				}
+			}
+		}
+		r.resendChunk(ctx, part, req, edit)
 	}
 	for _, it := range items {
 		r.s.metrics.resends.WithLabelValues(TriggerManual, string(it.Outcome)).Inc()
@@ -236,6 +247,9 @@ func auditEntries(items []ItemResult, req ManualRequest, service string) []store
 			details[k] = v
 		}
 		details["outcome"], details["trigger"], details["resending_service"] = string(it.Outcome), TriggerManual, service
+		if req.TargetTopic != "" {
+			details["target_topic"] = req.TargetTopic
+		}
 		if it.State != "" {
 			details["from_state"] = string(it.State)
 		}

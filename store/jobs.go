@@ -48,6 +48,8 @@ const (
 type Job struct {
 	ID        uuid.UUID
 	Action    string
+	// TargetTopic is where a resend_to job sends the failures; nil for other actions.
+	TargetTopic *string
 	State     JobState
 	Principal string
 	Reason    *string
@@ -88,7 +90,9 @@ var ErrTokenRefused = errors.New("job token refused")
 // CreateJobParams pins a job's selection: the open failures (RETRY_PENDING or PERMANENT) that
 // Filter selects, oldest first, or IDs as given (duplicates once).
 type CreateJobParams struct {
-	Action    string
+	Action string
+	// TargetTopic is the topic of a resend_to job.
+	TargetTopic *string
 	Filter    *Filter
 	IDs       []uuid.UUID
 	Principal string
@@ -102,7 +106,7 @@ type CreateJobParams struct {
 	ExpiresAt time.Time
 }
 
-const jobColumns = `id, action, state, principal, reason, selection, rate_limit, total, done, skipped, failed,
+const jobColumns = `id, action, target_topic, state, principal, reason, selection, rate_limit, total, done, skipped, failed,
 	cursor_seq, owner, lease_until, created_at, preview_expires_at, started_at, finished_at, updated_at`
 
 func scanJob(row pgx.Row) (*Job, error) {
@@ -110,7 +114,7 @@ func scanJob(row pgx.Row) (*Job, error) {
 		j   Job
 		sel []byte
 	)
-	err := row.Scan(&j.ID, &j.Action, &j.State, &j.Principal, &j.Reason, &sel, &j.RateLimit, &j.Total, &j.Done,
+	err := row.Scan(&j.ID, &j.Action, &j.TargetTopic, &j.State, &j.Principal, &j.Reason, &sel, &j.RateLimit, &j.Total, &j.Done,
 		&j.Skipped, &j.Failed, &j.CursorSeq, &j.Owner, &j.LeaseUntil, &j.CreatedAt, &j.PreviewExpiresAt,
 		&j.StartedAt, &j.FinishedAt, &j.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -142,10 +146,10 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) 
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var id uuid.UUID
 		if err := tx.QueryRow(ctx, `
-			INSERT INTO jobs (action, state, principal, reason, selection, rate_limit, token_hash, total,
+			INSERT INTO jobs (action, target_topic, state, principal, reason, selection, rate_limit, token_hash, total,
 				created_at, preview_expires_at, updated_at)
-			VALUES ($1, 'PREVIEW', $2, nullif($3, ''), $4, $5, $6, 0, $7, $8, $7) RETURNING id`,
-			p.Action, p.Principal, p.Reason, sel, p.RateLimit, hash[:], p.Now, p.ExpiresAt).Scan(&id); err != nil {
+			VALUES ($1, $9, 'PREVIEW', $2, nullif($3, ''), $4, $5, $6, 0, $7, $8, $7) RETURNING id`,
+			p.Action, p.Principal, p.Reason, sel, p.RateLimit, hash[:], p.Now, p.ExpiresAt, p.TargetTopic).Scan(&id); err != nil {
 			return fmt.Errorf("insert job: %w", err)
 		}
 		var tag int64
@@ -194,6 +198,9 @@ const (
 // (the audit log has no job column).
 func jobAudit(j *Job, action, principal string, details map[string]any) AuditEntry {
 	d := map[string]any{"job_id": j.ID.String(), "job_action": j.Action, "selection": j.Selection}
+	if j.TargetTopic != nil {
+		d["target_topic"] = *j.TargetTopic
+	}
 	for k, v := range details {
 		d[k] = v
 	}
