@@ -34,7 +34,7 @@ const (
 const (
 	svcOperatorToken = "olivia-operator-secret-0001"
 	svcViewerToken   = "victor-viewer-secret-00002"
-	svcTokens        = "olivia:operator:" + svcOperatorToken + ",victor:viewer:" + svcViewerToken
+	svcTokens        = "olivia:operator+payload:" + svcOperatorToken + ",victor:viewer+payload:" + svcViewerToken
 )
 
 // paymentSchema is the Avro schema of the payments topic's records, known to the core's
