@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -143,4 +144,25 @@ func dict(kv ...any) (map[string]any, error) {
 		m[k] = kv[i+1]
 	}
 	return m, nil
+}
+
+// auditChange writes an audit detail's value: a change ({"from": a, "to": b}) as "a → b", with
+// "none" for a null side; any other value as fmt writes it.
+func auditChange(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	from, hasFrom := m["from"]
+	to, hasTo := m["to"]
+	if !hasFrom || !hasTo || len(m) != 2 {
+		return fmt.Sprint(v)
+	}
+	side := func(x any) string {
+		if x == nil {
+			return "none"
+		}
+		return fmt.Sprint(x)
+	}
+	return side(from) + " → " + side(to)
 }

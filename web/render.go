@@ -175,6 +175,7 @@ var funcs = template.FuncMap{
 	"position":  position,
 	"clip":      func(s string, n int) string { return clip.Text(s, n) },
 	"dict":      dict,
+	"change":    auditChange,
 	"pct": func(part, whole int64) string {
 		if whole == 0 {
 			return "0"

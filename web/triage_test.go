@@ -299,7 +299,7 @@ func TestGroupPagesFilterAndShow(t *testing.T) {
 	}
 	_, body := op.do("GET", loc, nil)
 	mustContain(t, "group page", body, `id="group-total">(2 failures)`, `<code class="hash">`+hash+`</code>`,
-		`id="group-audit"`, "group_update", "OPS-7", "vendor bug", `<td>olivia</td>`,
+		`id="group-audit"`, "group_update", "ticket</span>: none → OPS-7", "note</span>: none → vendor bug", `<td>olivia</td>`,
 		`cannot decode &lt;b&gt;orders&lt;/b&gt;`, `<a href="/failures?group_id=`+strconv.FormatInt(billing, 10)+`" id="group-in-list">`,
 		`action="/groups/`+strconv.FormatInt(billing, 10)+`"`)
 	if rows := rowIDs(body); len(rows) != 2 || rows[0] != f.ids[1].String() {
