@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -112,12 +113,20 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request, a actionForm, 
 // resultPage is the data of an action's result.
 type resultPage struct {
 	A actionForm
-	R *operator.ActionResult
+	// Matched is how many failures the action was asked to act on.
+	Matched int
 	// Counts lists every outcome of the action with its count, success first.
 	Counts []outcomeCount
-	// Others are the items that did not reach the action's success.
-	Others []operator.ItemOutcome
-	Single string
+	// Others are the items that did not reach the action's success (the first ones);
+	// MoreOthers counts those not listed.
+	Others     []operator.ItemOutcome
+	MoreOthers int
+	// By and At say who acted, and when.
+	By string
+	At time.Time
+	// Single is the failure acted on alone; Back the page the action started from, when
+	// it is neither that failure nor the list ("" otherwise).
+	Single, Back string
 }
 
 type outcomeCount struct {
@@ -154,23 +163,14 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request, act operator.Actio
 		return
 	}
 	h.cfg.Logger.Info("web: "+string(act), "principal", principal, "all", a.All, "matched", res.Matched, "counts", res.Counts)
-	p := resultPage{A: a, R: res}
-	for _, o := range act.Outcomes() {
-		p.Counts = append(p.Counts, outcomeCount{Outcome: o, Count: res.Counts[o], Success: o == act.Success()})
+	// Post/redirect/get: the result page's address carries the result, so that a reload
+	// shows it again and does not act again.
+	link, err := h.resultLink(newActionRecord(a, res, principal, h.cfg.Now()))
+	if err != nil {
+		h.serverError(w, r, "action result", err)
+		return
 	}
-	for _, it := range res.Items {
-		if it.Outcome != act.Success() {
-			p.Others = append(p.Others, it)
-		}
-	}
-	if len(a.IDs) == 1 {
-		p.Single = "/failures/" + a.IDs[0].String()
-	}
-	title := "Retried"
-	if act == operator.Close {
-		title = "Closed"
-	}
-	h.render(w, r, http.StatusOK, "result", title, p)
+	http.Redirect(w, r, link, http.StatusSeeOther)
 }
 
 // refused answers a request the core refused: a client's mistake with its text (400, or 422
@@ -230,7 +230,7 @@ func (h *handler) postGroup(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	back, err := url.Parse(localPath(r.PostFormValue("back")))
-	if err != nil || back.Path != "/groups" {
+	if err != nil || (back.Path != "/groups" && back.Path != groupLink(id)) {
 		back = &url.URL{Path: "/groups"}
 	}
 	q := back.Query()

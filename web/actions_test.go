@@ -59,7 +59,7 @@ func TestActionsNeedOperatorAndCSRF(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `id="confirm-error">reason: required`) || !strings.Contains(body, `id="confirm-form"`) {
 		t.Fatalf("close without reason: %d %s", resp.StatusCode, body)
 	}
-	resp, body = op.do("POST", "/failures/close", url.Values{"csrf": {tok}, "id": {f.ids[0].String()}, "reason": {"duplicate order"}})
+	resp, body = op.act("/failures/close", url.Values{"csrf": {tok}, "id": {f.ids[0].String()}, "reason": {"duplicate order"}})
 	if resp.StatusCode != 200 || !strings.Contains(body, `<strong id="done-count">1</strong> closed`) {
 		t.Fatalf("close: %d %s", resp.StatusCode, body)
 	}
@@ -74,7 +74,7 @@ func TestActionsNeedOperatorAndCSRF(t *testing.T) {
 		!strings.Contains(body, `name="topic" value="shipments"`) {
 		t.Fatalf("confirm all: %d %s", resp.StatusCode, body)
 	}
-	resp, body = op.do("POST", "/failures/retry", url.Values{"csrf": {tok}, "scope": {"all"}, "topic": {"shipments"}, "reason": {"fixed"}})
+	resp, body = op.act("/failures/retry", url.Values{"csrf": {tok}, "scope": {"all"}, "topic": {"shipments"}, "reason": {"fixed"}})
 	if resp.StatusCode != 200 || !strings.Contains(body, `<strong id="done-count">1</strong> resent`) {
 		t.Fatalf("retry all: %d %s", resp.StatusCode, body)
 	}
@@ -144,7 +144,7 @@ func TestActionRules(t *testing.T) {
 	// A close of a mix: the result counts every outcome and shows each failure not closed
 	// with its state before and after and why.
 	unknown := uuid.New()
-	resp, body = op.do("POST", "/failures/close", url.Values{"csrf": {tok}, "reason": {"cleanup"},
+	resp, body = op.act("/failures/close", url.Values{"csrf": {tok}, "reason": {"cleanup"},
 		"id": {f.ids[1].String(), f.ids[3].String(), unknown.String()}})
 	if resp.StatusCode != 200 {
 		t.Fatalf("mixed close: %d %s", resp.StatusCode, body)

@@ -2,12 +2,16 @@
 // vanilla JavaScript, all embedded in the binary. No build step, no CDN.
 //
 // The pages are the overview (counts by state and temporality, top topics and services, the
-// oldest open failure, failures over time as an inline SVG chart), the failure list (filters
-// kept in the address and offered back from local storage, keyset paging, retry or close of
-// selected rows or of every failure matching the filter after a dry-run count), the failure
-// detail (metadata, error, stack trace, headers, the value as JSON, hex, text and Avro, the
-// attempt chain and the audit log) and the groups (counts, first and last seen, ticket and
-// note).
+// oldest open failure, failures over time as an inline SVG chart), the failure list (a total
+// counted up to operator.TotalCap, filters and an advanced search kept in the address and
+// offered back from local storage, keyset paging with first, previous and next links, the
+// error message in each row, tombstone and source badges, retry or close of selected rows or
+// of every failure matching the filter after a dry-run count), the result of an action (a
+// redirect after the POST to an address that carries the signed result, so that a reload
+// acts on nothing), the failure detail (metadata with the source, error, stack trace,
+// headers, the value as JSON, hex, text and Avro or the tombstone notice, the attempt chain
+// and the audit log), the groups (filters, counts, first and last seen, a sample error
+// message, ticket and note) and a group's page (its failures, paged, and its audit log).
 //
 // Every page is a thin translator over the operator core ([operator.Core]), which the REST
 // API uses too: a handler parses its input (a filter with [operator.ParseFilter]), calls one

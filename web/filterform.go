@@ -1,6 +1,10 @@
 package web
 
 import (
+	"net/url"
+	"strings"
+	"time"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
@@ -21,34 +25,106 @@ type filterForm struct {
 	Key       string
 	KeyBase64 string
 	From, To  string
+
+	// The advanced criteria. KeyPrefixBase64 and PayloadBase64 hold bytes that are not
+	// printable text.
+	KeyPrefix       string
+	KeyPrefixBase64 string
+	EventID         string
+	IdempotenceID   string
+	CausingEventID  string
+	TraceID         string
+	Header          string
+	StackTraceHash  string
+	Ticket          string
+	NoTicket        bool
+	Payload         string
+	PayloadBase64   string
+	SourceFormats   map[store.SourceFormat]bool
+	SourceTopic     string
+	// Advanced is true when an advanced criterion is set: the section is shown open.
+	Advanced bool
 }
 
-func newFilterForm(f store.Filter) filterForm {
-	v := operator.FilterValues(f)
+// advancedParams are the filter parameters of the form's advanced section.
+var advancedParams = []string{
+	operator.ParamKeyPrefix, operator.ParamKeyPrefixB64, operator.ParamEventID, operator.ParamIdempotenceID,
+	operator.ParamCausingEventID, operator.ParamTraceID, operator.ParamHeader, operator.ParamStackTraceHash,
+	operator.ParamTicket, operator.ParamNoTicket, operator.ParamPayload, operator.ParamPayloadB64,
+	operator.ParamSourceFormat, operator.ParamSourceTopic,
+}
+
+// sourceFormats lists the source formats, for the form.
+var sourceFormats = []store.SourceFormat{store.SourceMPFE, store.SourceSpring, store.SourceConnect, store.SourceStreams, store.SourceRaw}
+
+func newFilterForm(f store.Filter) filterForm { return formFromValues(operator.FilterValues(f)) }
+
+// formFromValues fills the form from filter values: those FilterValues wrote, or those a user
+// submitted when the core refused them (shown back as they were, with the core's reason).
+func formFromValues(v url.Values) filterForm {
 	ff := filterForm{
-		States:        map[store.State]bool{},
-		Temporalities: map[avro.Temporality]bool{},
-		Topic:         v.Get(operator.ParamTopic),
-		Service:       v.Get(operator.ParamPublisherSvc),
-		MessageType:   v.Get(operator.ParamMessageType),
-		ErrorCode:     v.Get(operator.ParamErrorCode),
-		Group:         v.Get(operator.ParamGroupID),
-		Search:        v.Get(operator.ParamSearch),
-		Key:           v.Get(operator.ParamKey),
-		KeyBase64:     v.Get(operator.ParamKeyBase64),
+		States:          map[store.State]bool{},
+		Temporalities:   map[avro.Temporality]bool{},
+		SourceFormats:   map[store.SourceFormat]bool{},
+		Topic:           v.Get(operator.ParamTopic),
+		Service:         v.Get(operator.ParamPublisherSvc),
+		MessageType:     v.Get(operator.ParamMessageType),
+		ErrorCode:       v.Get(operator.ParamErrorCode),
+		Group:           v.Get(operator.ParamGroupID),
+		Search:          v.Get(operator.ParamSearch),
+		Key:             v.Get(operator.ParamKey),
+		KeyBase64:       v.Get(operator.ParamKeyBase64),
+		KeyPrefix:       v.Get(operator.ParamKeyPrefix),
+		KeyPrefixBase64: v.Get(operator.ParamKeyPrefixB64),
+		EventID:         v.Get(operator.ParamEventID),
+		IdempotenceID:   v.Get(operator.ParamIdempotenceID),
+		CausingEventID:  v.Get(operator.ParamCausingEventID),
+		TraceID:         v.Get(operator.ParamTraceID),
+		Header:          v.Get(operator.ParamHeader),
+		StackTraceHash:  v.Get(operator.ParamStackTraceHash),
+		Ticket:          v.Get(operator.ParamTicket),
+		NoTicket:        v.Get(operator.ParamNoTicket) == "true",
+		Payload:         v.Get(operator.ParamPayload),
+		PayloadBase64:   v.Get(operator.ParamPayloadB64),
+		SourceTopic:     v.Get(operator.ParamSourceTopic),
+		From:            formTime(v.Get(operator.ParamCreatedFrom)),
+		To:              formTime(v.Get(operator.ParamCreatedTo)),
 	}
-	for _, s := range f.States {
-		ff.States[s] = true
+	for _, s := range splitList(v[operator.ParamState]) {
+		ff.States[store.State(strings.ToUpper(s))] = true
 	}
-	for _, t := range f.Temporalities {
-		ff.Temporalities[t] = true
+	for _, t := range splitList(v[operator.ParamTemporality]) {
+		ff.Temporalities[avro.Temporality(strings.ToUpper(t))] = true
 	}
-	// The form's datetime-local fields take UTC without a zone.
-	if !f.CreatedFrom.IsZero() {
-		ff.From = f.CreatedFrom.UTC().Format("2006-01-02T15:04:05")
+	for _, sf := range splitList(v[operator.ParamSourceFormat]) {
+		ff.SourceFormats[store.SourceFormat(strings.ToLower(sf))] = true
 	}
-	if !f.CreatedTo.IsZero() {
-		ff.To = f.CreatedTo.UTC().Format("2006-01-02T15:04:05")
+	for _, p := range advancedParams {
+		if v.Get(p) != "" {
+			ff.Advanced = true
+		}
 	}
 	return ff
+}
+
+// splitList splits repeated, comma-separated values.
+func splitList(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// formTime writes a time parameter for a datetime-local field, which takes UTC without a
+// zone; a value that does not parse is kept as it was given.
+func formTime(s string) string {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC().Format("2006-01-02T15:04:05")
+	}
+	return s
 }

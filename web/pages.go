@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -114,8 +113,14 @@ type failuresPage struct {
 	Hidden   []hiddenField
 	// MaxBulk is the most failures one action by filter may act on.
 	MaxBulk int
-	// Here is this page's address; Next and First those of the next and first page.
-	Here, Next, First string
+	// Here is this page's address; Pager links the first, previous and next page.
+	Here  string
+	Pager pager
+	// Total says how many failures the filter selects ("1,234 failures", "more than 10,000
+	// failures"); "" when the list could not be read.
+	Total string
+	// SourceFormats lists the source formats for the advanced search.
+	SourceFormats []store.SourceFormat
 }
 
 // hiddenField is a name and value carried through a form.
@@ -135,11 +140,12 @@ func hiddenFields(f store.Filter) []hiddenField {
 
 func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := failuresPage{States: store.States, Temps: temporalities, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk()}
+	p := failuresPage{States: store.States, Temps: temporalities, SourceFormats: sourceFormats, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk()}
 	f, err := operator.ParseFilter(q)
 	if err != nil {
+		// The refused filter is shown back as it was given, with the core's reason.
 		h.inputError(w, r, err, func(msg string) {
-			p.Form, p.Error = newFilterForm(store.Filter{}), msg
+			p.Form, p.Error = formFromValues(q), msg
 			h.render(w, r, http.StatusBadRequest, "failures", "Failures", p)
 		})
 		return
@@ -148,7 +154,8 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	p.Filtered = !f.IsZero()
 	p.Hidden = hiddenFields(f)
 	cursor := q.Get(paramCursor)
-	page, err := h.core.ListFailures(r.Context(), operator.ListRequest{Filter: f, Order: store.NewestFirst, Limit: h.cfg.PageSize, Cursor: cursor})
+	page, err := h.core.ListFailures(r.Context(), operator.ListRequest{Filter: f, Order: store.NewestFirst, Limit: h.cfg.PageSize,
+		Cursor: cursor, Total: true})
 	if err != nil {
 		h.inputError(w, r, err, func(msg string) {
 			p.Error = msg
@@ -157,14 +164,8 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Rows = page.Items
-	if cursor != "" {
-		p.First = filterLink(f)
-	}
-	if page.Next != "" {
-		nv := operator.FilterValues(f)
-		nv.Set(paramCursor, page.Next)
-		p.Next = "/failures?" + nv.Encode()
-	}
+	p.Total = totalLabel(page.Total, page.TotalMore, "failure")
+	p.Pager = newPager("/failures", operator.FilterValues(f), cursor, parseHistory(q.Get(paramPrev)), page.Next)
 	h.render(w, r, http.StatusOK, "failures", "Failures", p)
 }
 
@@ -273,43 +274,6 @@ func (h *handler) getPayload(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Length", strconv.Itoa(len(p.Bytes)))
 	hd.Set("Cache-Control", "no-store")
 	_, _ = w.Write(p.Bytes)
-}
-
-// groupsPage is the data of the group list.
-type groupsPage struct {
-	Groups  []groupRow
-	Next    string
-	First   string
-	Updated int64
-}
-
-type groupRow struct {
-	store.Group
-	Link string
-	Here string
-}
-
-func (h *handler) getGroups(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	cursor := q.Get(paramCursor)
-	page, err := h.core.ListGroups(r.Context(), operator.GroupListRequest{Limit: h.cfg.PageSize, Cursor: cursor})
-	if err != nil {
-		h.inputError(w, r, err, func(msg string) { h.renderError(w, r, http.StatusBadRequest, "This page address is not valid: "+msg) })
-		return
-	}
-	p := groupsPage{}
-	p.Updated, _ = strconv.ParseInt(q.Get("updated"), 10, 64)
-	here := r.URL.RequestURI()
-	for _, g := range page.Items {
-		p.Groups = append(p.Groups, groupRow{Group: g, Link: filterLink(store.Filter{GroupID: g.ID}), Here: here})
-	}
-	if cursor != "" {
-		p.First = "/groups"
-	}
-	if page.Next != "" {
-		p.Next = "/groups?" + url.Values{paramCursor: {page.Next}}.Encode()
-	}
-	h.render(w, r, http.StatusOK, "groups", "Groups", p)
 }
 
 // defaultTab picks the view that reads best: JSON, then Avro, then text when the value is

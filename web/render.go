@@ -12,13 +12,17 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/auth"
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
 // pageNames are the templates under templates/ that render a whole page; every other file
 // there holds shared definitions.
-var pageNames = []string{"overview", "failures", "failure", "confirm", "result", "groups", "login", "error"}
+var pageNames = []string{"overview", "failures", "failure", "confirm", "result", "groups", "login", "error",
+	// Triage at scale: the group page.
+	"group",
+}
 
 // pages holds one parsed template set per page.
 type pages struct {
@@ -165,6 +169,13 @@ var funcs = template.FuncMap{
 	"maxReasonLen": func() int { return operator.MaxReasonLen },
 	"maxTicketLen": func() int { return store.MaxTicketLen },
 	"maxNoteLen":   func() int { return store.MaxNoteLen },
+	// Triage at scale: counts with thousands separators, positions that may be unknown,
+	// clipped stored text (clip before visible).
+	"thousands": thousands,
+	"position":  position,
+	"clip":      func(s string, n int) string { return clip.Text(s, n) },
+	"dict":      dict,
+	"change":    auditChange,
 	"pct": func(part, whole int64) string {
 		if whole == 0 {
 			return "0"

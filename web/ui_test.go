@@ -240,7 +240,7 @@ func TestBrowser(t *testing.T) {
 		if got := text(t, ctx, "#state"); got != "RESENT" {
 			t.Fatalf("state after retry: %s", got)
 		}
-		if got := text(t, ctx, "#audit tbody tr:last-child"); !strings.Contains(got, "retry") || !strings.Contains(got, "olivia") || !strings.Contains(got, "lock released") {
+		if got := lastActionRow(t, ctx); !strings.Contains(got, "retry") || !strings.Contains(got, "olivia") || !strings.Contains(got, "lock released") {
 			t.Fatalf("audit entry: %q", got)
 		}
 		if eval[bool](t, ctx, `document.getElementById("retry") !== null`) {
@@ -296,7 +296,7 @@ func TestBrowser(t *testing.T) {
 		if got := text(t, ctx, "#closed-reason"); got != "OrderCancelled is handled by the cancellation service" {
 			t.Fatalf("closed reason %q", got)
 		}
-		if got := text(t, ctx, "#audit tbody tr:last-child"); !strings.Contains(got, "close") || !strings.Contains(got, "olivia") {
+		if got := lastActionRow(t, ctx); !strings.Contains(got, "close") || !strings.Contains(got, "olivia") {
 			t.Fatalf("audit entry: %q", got)
 		}
 		var action, principal, reason string

@@ -46,6 +46,7 @@
     var key = 'redrive.failures.filter';
     var params = new URLSearchParams(window.location.search);
     params.delete('cursor');
+    params.delete('prev'); // Triage at scale: the paging history is no part of the filter.
     var current = params.toString();
     var restore = document.getElementById('restore-filter');
     var store = null;
