@@ -43,3 +43,6 @@ func (c *Core) TicketURL(ticket string) string {
 	}
 	return c.cfg.TicketURL(ticket)
 }
+
+// CanOpenTickets reports whether an issue tracker is configured (OpenTicket works).
+func (c *Core) CanOpenTickets() bool { return c.cfg.OpenTicket != nil }

@@ -60,6 +60,8 @@ type fixture struct {
 type fixtureOptions struct {
 	// resend gives the core a resender over an in-process Kafka with the fixture's topics.
 	resend bool
+	// core changes the core's configuration.
+	core func(*operator.Config)
 }
 
 func newFixture(t *testing.T) *fixture { return newFixtureWith(t, fixtureOptions{}) }
@@ -97,6 +99,9 @@ func newFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 	}
 
 	cfg := operator.Config{Store: f.store, MaxBulk: fixtureMaxBulk, Logger: quiet}
+	if opts.core != nil {
+		opts.core(&cfg)
+	}
 	if opts.resend {
 		f.kafka = testkit.Kafka(t)
 		for _, topic := range []string{"orders", "shipments"} {

@@ -104,6 +104,10 @@ type groupPage struct {
 	FailuresLink string
 	Here         string
 	Updated      bool
+	// TicketLink is the ticket's address from the configured link template; CanOpenTicket
+	// says a tracker is configured.
+	TicketLink    string
+	CanOpenTicket bool
 }
 
 func (h *handler) getGroup(w http.ResponseWriter, r *http.Request) {
@@ -126,6 +130,10 @@ func (h *handler) getGroup(w http.ResponseWriter, r *http.Request) {
 	p := groupPage{G: g, Rows: g.Failures.Items, Total: totalLabel(g.Failures.Total, g.Failures.TotalMore, "failure"),
 		FailuresLink: filterLink(store.Filter{GroupID: id}), Here: r.URL.RequestURI(), Updated: q.Get("updated") != ""}
 	p.Pager = newPager(groupLink(id), nil, cursor, parseHistory(q.Get(paramPrev)), g.Failures.Next)
+	p.CanOpenTicket = h.core.CanOpenTickets()
+	if g.Ticket != nil {
+		p.TicketLink = h.core.TicketURL(*g.Ticket)
+	}
 	h.render(w, r, http.StatusOK, "group", "Group #"+strconv.FormatInt(id, 10), p)
 }
 
@@ -165,4 +173,30 @@ func auditChange(v any) string {
 		return fmt.Sprint(x)
 	}
 	return side(from) + " → " + side(to)
+}
+
+// postGroupTicket opens an issue in the tracker for a group and returns to the group page.
+func (h *handler) postGroupTicket(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
+		return
+	}
+	_, err = h.core.OpenTicket(r.Context(), id, sessionFrom(r.Context()).principal.Name)
+	switch {
+	case errors.Is(err, operator.ErrNotFound):
+		h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
+		return
+	case errors.Is(err, operator.ErrConflict), errors.Is(err, operator.ErrTracker), errors.Is(err, operator.ErrUnavailable):
+		status := http.StatusConflict
+		if !errors.Is(err, operator.ErrConflict) {
+			status = http.StatusBadGateway
+		}
+		h.renderError(w, r, status, "No ticket was opened: "+err.Error()+".")
+		return
+	case err != nil:
+		h.serverError(w, r, "open ticket", err)
+		return
+	}
+	http.Redirect(w, r, groupLink(id)+"?updated=1", http.StatusSeeOther)
 }

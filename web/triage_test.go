@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"html"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
 
@@ -357,5 +359,48 @@ func TestGroupPagesFilterAndShow(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `id="group-filter-error">no_ticket: give ticket or no_ticket, not both`) ||
 		!strings.Contains(body, `id="g-ticket" value="X"`) {
 		t.Errorf("contradicting filter: %d %s", resp.StatusCode, body)
+	}
+}
+
+// With a tracker configured, an operator opens a ticket from the group page; the ticket links
+// through the template; a tracker failure is shown and changes nothing.
+func TestOpenTicketFromGroupPage(t *testing.T) {
+	t.Parallel()
+	fail := false
+	f := newFixtureWith(t, fixtureOptions{core: func(c *operator.Config) {
+		c.OpenTicket = func(_ context.Context, g *store.Group) (string, error) {
+			if fail {
+				return "", errors.New("Jira answered 503 Service Unavailable")
+			}
+			return "OPS-" + strconv.FormatInt(g.ID, 10), nil
+		}
+		c.TicketURL = func(t string) string { return "https://tracker.example/browse/" + t }
+	}})
+	c := f.client()
+	c.login(operatorToken)
+	page := "/groups/" + strconv.FormatInt(f.groups[0], 10)
+	_, body := c.do("GET", page, nil)
+	if !strings.Contains(body, `id="open-ticket"`) {
+		t.Fatal("no button to open a ticket")
+	}
+	resp, _ := c.do("POST", page+"/ticket", url.Values{"csrf": {c.csrf(page)}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("open ticket = %d", resp.StatusCode)
+	}
+	_, body = c.do("GET", page, nil)
+	want := "OPS-" + strconv.FormatInt(f.groups[0], 10)
+	if !strings.Contains(body, `href="https://tracker.example/browse/`+want+`"`) || strings.Contains(body, `id="open-ticket"`) {
+		t.Errorf("after opening: no ticket link, or the button is still there")
+	}
+	fail = true
+	other := "/groups/" + strconv.FormatInt(f.groups[1], 10)
+	resp, body = c.do("POST", other+"/ticket", url.Values{"csrf": {c.csrf(other)}})
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "503") {
+		t.Errorf("tracker down = %d", resp.StatusCode)
+	}
+	viewer := f.client()
+	viewer.login(viewerToken)
+	if resp, _ := viewer.do("POST", other+"/ticket", url.Values{"csrf": {viewer.csrf(other)}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("viewer = %d", resp.StatusCode)
 	}
 }

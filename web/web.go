@@ -161,6 +161,8 @@ func (h *handler) routes() {
 	m.HandleFunc("POST /failures/close", h.requireRole(auth.RoleOperator, h.postClose))
 	m.HandleFunc("GET /groups", h.requireRole(auth.RoleViewer, h.getGroups))
 	m.HandleFunc("POST /groups/{id}", h.requireRole(auth.RoleOperator, h.postGroup))
+	// Tickets from groups.
+	m.HandleFunc("POST /groups/{id}/ticket", h.requireRole(auth.RoleOperator, h.postGroupTicket))
 	// Triage at scale: the group page and the result page of an action (post/redirect/get).
 	m.HandleFunc("GET /groups/{id}", h.requireRole(auth.RoleViewer, h.getGroup))
 	m.HandleFunc("GET /failures/result", h.requireRole(auth.RoleViewer, h.getResult))
