@@ -121,6 +121,8 @@ type failuresPage struct {
 	Total string
 	// SourceFormats lists the source formats for the advanced search.
 	SourceFormats []store.SourceFormat
+	// ExportLink downloads the failures the filter selects as NDJSON.
+	ExportLink string
 }
 
 // hiddenField is a name and value carried through a form.
@@ -165,6 +167,10 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Rows = page.Items
 	p.Total = totalLabel(page.Total, page.TotalMore, "failure")
+	p.ExportLink = "/failures/export"
+	if v := operator.FilterValues(f).Encode(); v != "" {
+		p.ExportLink += "?" + v
+	}
 	p.Pager = newPager("/failures", operator.FilterValues(f), cursor, parseHistory(q.Get(paramPrev)), page.Next)
 	h.render(w, r, http.StatusOK, "failures", "Failures", p)
 }

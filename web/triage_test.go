@@ -404,3 +404,29 @@ func TestOpenTicketFromGroupPage(t *testing.T) {
 		t.Errorf("viewer = %d", resp.StatusCode)
 	}
 }
+
+// The list exports what it shows as NDJSON; without the payload permission the lines hold no
+// payload.
+func TestExportFromTheList(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	c := f.client()
+	c.login(viewerToken)
+	_, body := c.do("GET", "/failures?topic=orders", nil)
+	if !strings.Contains(body, `id="export" download`) || !strings.Contains(body, `href="/failures/export?topic=orders"`) {
+		t.Fatalf("no export link for the filter")
+	}
+	resp, body := c.do("GET", "/failures/export?topic=orders", nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" || strings.Count(body, "\n") != 2 ||
+		!strings.Contains(body, `"format":"redrive.failure.v1"`) || !strings.Contains(body, `"value":"`) {
+		t.Errorf("export = %d %q", resp.StatusCode, body)
+	}
+	nopay := f.client()
+	nopay.login(noPayloadToken)
+	if _, body := nopay.do("GET", "/failures/export?topic=orders", nil); strings.Contains(body, `"value":"`) || !strings.Contains(body, `"payload_hidden":true`) {
+		t.Errorf("export without the payload permission holds payloads")
+	}
+	if resp, _ := c.do("GET", "/failures/export?state=NOPE", nil); resp.StatusCode != 400 {
+		t.Errorf("bad filter = %d", resp.StatusCode)
+	}
+}

@@ -166,6 +166,8 @@ func (h *handler) routes() {
 	// Triage at scale: the group page and the result page of an action (post/redirect/get).
 	m.HandleFunc("GET /groups/{id}", h.requireRole(auth.RoleViewer, h.getGroup))
 	m.HandleFunc("GET /failures/result", h.requireRole(auth.RoleViewer, h.getResult))
+	// Export.
+	m.HandleFunc("GET /failures/export", h.requireRole(auth.RoleViewer, h.getExport))
 	m.HandleFunc("/", h.notFound)
 }
 
