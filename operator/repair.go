@@ -199,3 +199,6 @@ func (c *Core) Revisions(ctx context.Context, id uuid.UUID, reader Reader) ([]st
 	}
 	return revs, nil
 }
+
+// RepairTopics returns the topics a repair may send to besides the failure's own.
+func (c *Core) RepairTopics() []string { return append([]string(nil), c.cfg.RepairTopics...) }

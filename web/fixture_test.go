@@ -62,6 +62,8 @@ type fixtureOptions struct {
 	resend bool
 	// core changes the core's configuration.
 	core func(*operator.Config)
+	// web changes the UI's configuration.
+	web func(*Config)
 }
 
 func newFixture(t *testing.T) *fixture { return newFixtureWith(t, fixtureOptions{}) }
@@ -123,7 +125,11 @@ func newFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.handler, err = New(Config{Core: f.core, Auth: a, Logger: quiet, PageSize: 2}); err != nil {
+	wcfg := Config{Core: f.core, Auth: a, Logger: quiet, PageSize: 2}
+	if opts.web != nil {
+		opts.web(&wcfg)
+	}
+	if f.handler, err = New(wcfg); err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	f.srv = httptest.NewServer(f.handler)

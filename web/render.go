@@ -22,6 +22,8 @@ import (
 var pageNames = []string{"overview", "failures", "failure", "confirm", "result", "groups", "login", "error",
 	// Triage at scale: the group page.
 	"group",
+	// Repair and resend.
+	"repair",
 }
 
 // pages holds one parsed template set per page.

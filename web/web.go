@@ -50,6 +50,8 @@ type Config struct {
 	// MaxPayloadView bounds the bytes of a key, value or header shown in the hex and text
 	// views; longer ones are cut (with a notice) and can be downloaded whole. Defaults to 64 KiB.
 	MaxPayloadView int
+	// RepairRole is the role that may repair failures (edit and resend). Defaults to admin.
+	RepairRole auth.Role
 	// Logger receives the handler's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -168,6 +170,9 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /failures/result", h.requireRole(auth.RoleViewer, h.getResult))
 	// Export.
 	m.HandleFunc("GET /failures/export", h.requireRole(auth.RoleViewer, h.getExport))
+	// Repair and resend.
+	m.HandleFunc("GET /failures/{id}/repair", h.requireRole(auth.RoleViewer, h.getRepair))
+	m.HandleFunc("POST /failures/{id}/repair", h.requireRole(h.repairRole(), h.postRepair))
 	m.HandleFunc("/", h.notFound)
 }
 

@@ -340,7 +340,7 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 		key, _ = hex.DecodeString(oc.UISessionKey) // validated with the flags
 	}
 	ui, err := web.New(web.Config{
-		Core: core, Auth: authn, SessionKey: key, SecureCookies: oc.UISecureCookies, Logger: s.log,
+		Core: core, Auth: authn, SessionKey: key, SecureCookies: oc.UISecureCookies, Logger: s.log, RepairRole: repairRole,
 	})
 	if err != nil {
 		return fmt.Errorf("ui: %w", err)
