@@ -308,6 +308,7 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 	}
 	ui, err := web.New(web.Config{
 		Core: core, Auth: authn, SessionKey: key, SecureCookies: oc.UISecureCookies, Logger: s.log,
+		OIDC: authCfg.OIDC, // OIDC sign-in
 	})
 	if err != nil {
 		return fmt.Errorf("ui: %w", err)
