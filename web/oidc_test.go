@@ -405,3 +405,24 @@ func TestOIDCNotConfigured(t *testing.T) {
 		}
 	}
 }
+
+func TestOIDCWithoutRedirectURL(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	o, err := auth.NewOIDC(auth.OIDCConfig{IssuerURL: "https://id.example", ClientID: "redrive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Core: f.core, Auth: f.handler.(*handler).cfg.Auth, Logger: quiet, OIDC: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	f.srv = srv
+	resp, body := f.client().do("GET", "/auth/login", nil)
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "not set up completely") ||
+		!strings.Contains(body, `name="token"`) || !strings.Contains(body, "Sign in with single sign-on") {
+		t.Fatalf("sign-in without a redirect URL: %d %s", resp.StatusCode, body)
+	}
+}
