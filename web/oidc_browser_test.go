@@ -56,6 +56,30 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 		`location.pathname === "/login" && location.search.includes("groups") && !!document.getElementById("token")`)
 }
 
+// TestBrowserOIDCProviderDown: while the provider cannot be reached, "Sign in with …" shows
+// that it is unreachable, and the token form on that page still signs in.
+func TestBrowserOIDCProviderDown(t *testing.T) {
+	t.Parallel()
+	f := newOIDCFixture(t, 0)
+	f.provider.SetDown(true)
+	ctx := tab(t)
+
+	do(t, ctx, chromedp.Navigate(f.base+"/groups"), chromedp.WaitVisible(chromedp.ID("oidc-sign-in")))
+	clickAndWait(t, ctx, "#oidc-sign-in")
+	waitAcrossNavigations(t, ctx, "the unreachable provider's page",
+		`location.pathname === "/auth/login" && !!document.getElementById("login-error") && !!document.getElementById("token")`)
+	if msg := text(t, ctx, "#login-error"); !strings.Contains(msg, "identity provider is unreachable") {
+		t.Fatalf("message %q", msg)
+	}
+	do(t, ctx, chromedp.SendKeys(chromedp.ID("token"), operatorToken))
+	clickAndWait(t, ctx, "#sign-in")
+	waitAcrossNavigations(t, ctx, "the page asked for, signed in with the token",
+		`location.pathname === "/groups" && document.readyState === "complete" && !!document.getElementById("principal")`)
+	if who := text(t, ctx, "#principal"); who != "olivia" {
+		t.Fatalf("signed in as %q", who)
+	}
+}
+
 // waitAcrossNavigations polls the JavaScript condition cond until it holds, like waitUntil,
 // but starts the poll again when a navigation (a redirect of the sign-in) ends it, until
 // stepTimeout has passed.
