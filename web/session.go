@@ -75,7 +75,8 @@ func (h *handler) cookie(r *http.Request, name, value string, maxAge int) *http.
 }
 
 // withSession makes sure the request has a session id (issuing one when it has none) and
-// identifies its principal, by trusted proxy first, then by the token cookie.
+// identifies its principal, by trusted proxy first, then by the OIDC session cookie, then by
+// the token cookie.
 func (h *handler) withSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := &session{}
@@ -103,6 +104,11 @@ func (h *handler) withSession(next http.Handler) http.Handler {
 		case ok:
 			s.principal, s.authed, s.ambient = p, true, true
 		default:
+			// OIDC sign-in: a sealed cookie holds the principal.
+			if p, ok := h.oidcPrincipal(w, r); ok {
+				s.principal, s.authed = p, true
+				break
+			}
 			if token := tokenFromCookie(r); token != "" {
 				p, err := h.cfg.Auth.Token(token)
 				switch {
@@ -199,6 +205,17 @@ const maxFormBytes = 1 << 20
 type loginForm struct {
 	Next  string
 	Error string
+	// Provider names the OpenID provider to offer sign-in with; "" without OIDC.
+	Provider string
+}
+
+// loginForm returns the data of the login page.
+func (h *handler) loginForm(next, errMsg string) loginForm {
+	f := loginForm{Next: next, Error: errMsg}
+	if h.cfg.OIDC != nil {
+		f.Provider = h.cfg.OIDCName
+	}
+	return f
 }
 
 func (h *handler) getLogin(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +224,7 @@ func (h *handler) getLogin(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	h.render(w, r, http.StatusOK, "login", "Sign in", loginForm{Next: next})
+	h.render(w, r, http.StatusOK, "login", "Sign in", h.loginForm(next, ""))
 }
 
 func (h *handler) postLogin(w http.ResponseWriter, r *http.Request) {
@@ -223,13 +240,13 @@ func (h *handler) postLogin(w http.ResponseWriter, r *http.Request) {
 	next := localPath(r.PostFormValue("next"))
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	if token == "" {
-		h.render(w, r, http.StatusBadRequest, "login", "Sign in", loginForm{Next: next, Error: "Enter an API token."})
+		h.render(w, r, http.StatusBadRequest, "login", "Sign in", h.loginForm(next, "Enter an API token."))
 		return
 	}
 	p, err := h.cfg.Auth.Token(token)
 	if errors.Is(err, auth.ErrUnauthenticated) {
 		h.cfg.Logger.Info("web: login refused")
-		h.render(w, r, http.StatusUnauthorized, "login", "Sign in", loginForm{Next: next, Error: "This token is not valid."})
+		h.render(w, r, http.StatusUnauthorized, "login", "Sign in", h.loginForm(next, "This token is not valid."))
 		return
 	}
 	if err != nil {
@@ -239,6 +256,7 @@ func (h *handler) postLogin(w http.ResponseWriter, r *http.Request) {
 	// A new session id at login, so that a session id planted before cannot ride on it.
 	http.SetCookie(w, h.cookie(r, sessionCookie, newSessionID(), 0))
 	http.SetCookie(w, h.cookie(r, tokenCookie, base64.RawURLEncoding.EncodeToString([]byte(token)), 0))
+	http.SetCookie(w, h.oidcCookie(r, oidcSessionCookie, "/", "", -1)) // a token sign-in replaces an OIDC one
 	h.cfg.Logger.Info("web: login", "principal", p.Name, "role", p.Role.String())
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -251,6 +269,7 @@ func (h *handler) postLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))
 	http.SetCookie(w, h.cookie(r, sessionCookie, "", -1))
+	http.SetCookie(w, h.oidcCookie(r, oidcSessionCookie, "/", "", -1))
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

@@ -56,6 +56,18 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+
+	// OIDC sign-in (see oidc.go).
+
+	// OIDC, when set, offers sign-in with its OpenID provider on the login page, beside the
+	// token form (which stays: a static-token admin is never locked out). Defaults to none.
+	OIDC *auth.OIDC
+	// OIDCName names the provider on the login page: "Sign in with <OIDCName>". Defaults to
+	// "single sign-on".
+	OIDCName string
+	// OIDCSessionMaxAge bounds an OIDC session: it ends at the ID token's expiry or this long
+	// after sign-in, whichever comes first. Defaults to 8h, at most 7 days.
+	OIDCSessionMaxAge time.Duration
 }
 
 // Defaults of Config.
@@ -112,6 +124,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	// OIDC sign-in.
+	c.oidcDefaults(bad)
 	return c, errors.Join(errs...)
 }
 
@@ -153,6 +167,9 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /login", h.getLogin)
 	m.HandleFunc("POST /login", h.postLogin)
 	m.HandleFunc("POST /logout", h.postLogout)
+	// OIDC sign-in.
+	m.HandleFunc("GET /auth/login", h.getOIDCLogin)
+	m.HandleFunc("GET /auth/callback", h.getOIDCCallback)
 
 	m.HandleFunc("GET /{$}", h.requireRole(auth.RoleViewer, h.getOverview))
 	m.HandleFunc("GET /failures", h.requireRole(auth.RoleViewer, h.getFailures))

@@ -18,7 +18,7 @@ func TestUsageListsCommands(t *testing.T) {
 		t.Fatalf("no command: exit %d, want 2", code)
 	}
 	last := -1
-	for _, name := range []string{"demo", "event", "migrate", "serve", "version"} {
+	for _, name := range []string{"demo", "event", "failures", "migrate", "serve", "version"} {
 		i := strings.Index(errOut.String(), "\n  "+name+" ")
 		if i < 0 || i < last {
 			t.Errorf("usage does not list %s in order:\n%s", name, errOut.String())
@@ -28,8 +28,8 @@ func TestUsageListsCommands(t *testing.T) {
 			t.Errorf("no command %s in the table", name)
 		}
 	}
-	if n := len(commands()); n != 5 {
-		t.Errorf("%d commands, want the 5 listed", n)
+	if n := len(commands()); n != 6 {
+		t.Errorf("%d commands, want the 6 listed", n)
 	}
 }
 

@@ -52,7 +52,8 @@ type operatorConfig struct {
 	UISessionKey    string
 	UISecureCookies bool
 
-	OIDC oidcFlags
+	OIDC     oidcFlags
+	OIDCName string
 
 	MaskingRules string
 
@@ -124,6 +125,7 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	oidcAudience := ef.String("oidc-audience", "REDRIVE_OIDC_AUDIENCE", "", "audience that API bearer tokens must name; empty: the client id")
 	oidcClaim := ef.String("oidc-roles-claim", "REDRIVE_OIDC_ROLES_CLAIM", auth.DefaultRolesClaim, "claim holding the user's groups or roles")
 	oidcRoles := ef.String("oidc-roles", "REDRIVE_OIDC_ROLES", "", "value=role mappings of the roles claim, comma-separated")
+	oidcName := ef.String("oidc-provider-name", "REDRIVE_OIDC_PROVIDER_NAME", "single sign-on", "the provider's name on the UI's sign-in button (\"Sign in with NAME\")")
 	oidcSkew := ef.Duration("oidc-clock-skew", "REDRIVE_OIDC_CLOCK_SKEW", auth.DefaultClockSkew, "how far past its expiry a token is still accepted (at most 5m)")
 	return func() (operatorConfig, []error) {
 		c := operatorConfig{
@@ -133,6 +135,7 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 			MaskingRules: *maskingRules, WebhooksFile: *webhooks, NotifyThreshold: *threshold, NotifyWindow: *window, PublicURL: *publicURL,
 			OIDC: oidcFlags{IssuerURL: *oidcIssuer, ClientID: *oidcClient, ClientSecret: *oidcSecret, RedirectURL: *oidcRedirect,
 				Audience: *oidcAudience, RolesClaim: *oidcClaim, Roles: *oidcRoles, ClockSkew: *oidcSkew},
+			OIDCName:    *oidcName,
 			ServiceName: *serviceName, ResendInterval: *interval, ResendBatch: *batch, ResendConcurrency: *concurrency,
 			ResendPartition: *partition, RetryBase: *retryBase, RetryMax: *retryMax, RetryMaxAttempts: *retryAttempts,
 			ManualRate: *manualRate, HousekeepingInterval: *hkInterval, ResolvedRetention: *resolved, PermanentRetention: *permanent,
@@ -325,6 +328,9 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 		}
 		s.components = append(s.components, component{name: "notify", run: n.Run})
 	}
+	if oc.RepairRole == "" {
+		oc.RepairRole = "admin"
+	}
 	repairRole, err := auth.ParseRole(oc.RepairRole)
 	if err != nil || repairRole < auth.RoleOperator {
 		return fmt.Errorf("REDRIVE_REPAIR_ROLE (-repair-role): %q is not operator or admin", oc.RepairRole)
@@ -341,6 +347,7 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 	}
 	ui, err := web.New(web.Config{
 		Core: core, Auth: authn, SessionKey: key, SecureCookies: oc.UISecureCookies, Logger: s.log, RepairRole: repairRole,
+		OIDC: authCfg.OIDC, OIDCName: oc.OIDCName,
 	})
 	if err != nil {
 		return fmt.Errorf("ui: %w", err)

@@ -1,0 +1,244 @@
+package web
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/auth"
+)
+
+// OpenID Connect sign-in: GET /auth/login sends the browser to the provider (authorization
+// code flow with PKCE), GET /auth/callback verifies its answer and starts a session whose
+// principal a sealed cookie holds. The provider's tokens are not kept.
+
+// Defaults and bounds of the OIDC fields of Config.
+const (
+	DefaultOIDCName          = "single sign-on"
+	DefaultOIDCSessionMaxAge = 8 * time.Hour
+	MaxOIDCSessionMaxAge     = 7 * 24 * time.Hour
+	// signInMaxAge is how long a sign-in started at /auth/login may take to come back.
+	signInMaxAge = 10 * time.Minute
+)
+
+// Cookie names and sealing purposes of OIDC sign-in.
+const (
+	// signInCookie holds the sign-in in progress (state, nonce, PKCE verifier, next), sealed;
+	// only the callback path receives it.
+	signInCookie = "redrive_oidc_signin"
+	signInPath   = "/auth/"
+	// oidcSessionCookie holds the signed-in principal and the session's expiry, sealed.
+	oidcSessionCookie = "redrive_oidc_session"
+)
+
+func (c *Config) oidcDefaults(bad func(format string, args ...any)) {
+	if c.OIDCName == "" {
+		c.OIDCName = DefaultOIDCName
+	}
+	if visible(c.OIDCName) != c.OIDCName || len(c.OIDCName) > 100 {
+		bad("OIDCName %q has invisible characters or more than 100 bytes", c.OIDCName)
+	}
+	if c.OIDCSessionMaxAge == 0 {
+		c.OIDCSessionMaxAge = DefaultOIDCSessionMaxAge
+	}
+	if c.OIDCSessionMaxAge < time.Minute || c.OIDCSessionMaxAge > MaxOIDCSessionMaxAge {
+		bad("OIDCSessionMaxAge %s is not between 1m and %s", c.OIDCSessionMaxAge, MaxOIDCSessionMaxAge)
+	}
+}
+
+// signInState is the sealed content of signInCookie.
+type signInState struct {
+	State    string `json:"st"`
+	Nonce    string `json:"no"`
+	Verifier string `json:"ve"`
+	Next     string `json:"nx"`
+	Expires  int64  `json:"ex"`
+}
+
+// oidcSession is the sealed content of oidcSessionCookie.
+type oidcSession struct {
+	Name    string `json:"n"`
+	Subject string `json:"s"`
+	Role    string `json:"r"`
+	Payload bool   `json:"p"`
+	Expires int64  `json:"e"`
+}
+
+// oidcCookie returns a cookie of OIDC sign-in: HttpOnly, Secure as configured, SameSite=Lax
+// (the provider's redirect to the callback, and the callback's redirect to the page asked
+// for, are cross-site navigations that a Strict cookie would miss).
+func (h *handler) oidcCookie(r *http.Request, name, path, value string, maxAge int) *http.Cookie {
+	c := h.cookie(r, name, value, maxAge)
+	c.Path = path
+	c.SameSite = http.SameSiteLaxMode
+	return c
+}
+
+// oidcPrincipal returns the principal of the request's OIDC session cookie. A cookie that is
+// forged, changed, sealed under another key or expired ends the session: it is cleared and the
+// request is anonymous.
+func (h *handler) oidcPrincipal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+	if h.cfg.OIDC == nil {
+		return auth.Principal{}, false
+	}
+	c, err := r.Cookie(oidcSessionCookie)
+	if err != nil || c.Value == "" {
+		return auth.Principal{}, false
+	}
+	var s oidcSession
+	ok := h.unseal(oidcSessionCookie, c.Value, &s)
+	role, roleErr := auth.ParseRole(s.Role)
+	if !ok || roleErr != nil || strings.TrimSpace(s.Name) == "" || !h.cfg.Now().Before(time.Unix(s.Expires, 0)) {
+		http.SetCookie(w, h.oidcCookie(r, oidcSessionCookie, "/", "", -1))
+		return auth.Principal{}, false
+	}
+	return auth.Principal{Name: s.Name, Subject: s.Subject, Role: role, Payload: s.Payload || role == auth.RoleAdmin,
+		Method: auth.MethodOIDC}, true
+}
+
+// getOIDCLogin starts a sign-in: it keeps a new auth.SignIn in a sealed cookie and sends the
+// browser to the provider.
+func (h *handler) getOIDCLogin(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.OIDC == nil {
+		h.notFound(w, r)
+		return
+	}
+	next := localPath(r.URL.Query().Get("next"))
+	if sessionFrom(r.Context()).authed {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	in := auth.NewSignIn()
+	target, err := h.cfg.OIDC.AuthCodeURL(r.Context(), in)
+	if errors.Is(err, auth.ErrProviderUnavailable) {
+		h.providerUnreachable(w, r, next, err)
+		return
+	}
+	if err != nil {
+		// A configuration without a redirect URL: the token form still works.
+		h.cfg.Logger.Error("web: OIDC sign-in", "error", err)
+		h.signInRefused(w, r, next, http.StatusInternalServerError,
+			"Signing in with "+h.cfg.OIDCName+" is not set up completely on this server; the error has been logged. Sign in with an API token.")
+		return
+	}
+	sealed, err := h.seal(signInCookie, signInState{State: in.State, Nonce: in.Nonce, Verifier: in.Verifier, Next: next,
+		Expires: h.cfg.Now().Add(signInMaxAge).Unix()})
+	if err != nil {
+		h.serverError(w, r, "OIDC sign-in", err)
+		return
+	}
+	http.SetCookie(w, h.oidcCookie(r, signInCookie, signInPath, sealed, int(signInMaxAge/time.Second)))
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, target, http.StatusFound)
+}
+
+// providerError is the shape of an OAuth 2.0 error code, shown to the user as it is.
+var providerError = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// getOIDCCallback finishes a sign-in: the state must be the one of the sign-in cookie, the
+// provider must exchange the code for a valid ID token (auth.OIDC.Exchange), and its user must
+// have a role. It then starts a session until the ID token expires or OIDCSessionMaxAge has
+// passed.
+func (h *handler) getOIDCCallback(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.OIDC == nil {
+		h.notFound(w, r)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	// The sign-in cookie is good for one callback only.
+	http.SetCookie(w, h.oidcCookie(r, signInCookie, signInPath, "", -1))
+	var in signInState
+	c, err := r.Cookie(signInCookie)
+	if err != nil || !h.unseal(signInCookie, c.Value, &in) || !h.cfg.Now().Before(time.Unix(in.Expires, 0)) || in.State == "" {
+		h.cfg.Logger.Info("web: OIDC callback without a sign-in in progress")
+		h.signInRefused(w, r, "/", http.StatusUnauthorized,
+			"This sign-in has expired or was not started in this browser. Start it again.")
+		return
+	}
+	next := localPath(in.Next)
+	q := r.URL.Query()
+	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(in.State)) != 1 {
+		h.cfg.Logger.Warn("web: OIDC callback with a state that is not the sign-in's")
+		h.signInRefused(w, r, next, http.StatusUnauthorized,
+			"The answer of the identity provider does not belong to this sign-in (its state does not match). Start it again.")
+		return
+	}
+	if e := q.Get("error"); e != "" {
+		if !providerError.MatchString(e) {
+			e = "unknown"
+		}
+		h.cfg.Logger.Info("web: the OIDC provider refused the sign-in", "error", e)
+		h.signInRefused(w, r, next, http.StatusUnauthorized, "The identity provider refused the sign-in ("+e+").")
+		return
+	}
+	code := q.Get("code")
+	if code == "" {
+		h.signInRefused(w, r, next, http.StatusUnauthorized, "The identity provider sent no authorization code. Start the sign-in again.")
+		return
+	}
+	p, expiry, err := h.cfg.OIDC.Exchange(r.Context(), auth.SignIn{State: in.State, Nonce: in.Nonce, Verifier: in.Verifier}, code)
+	switch {
+	case errors.Is(err, auth.ErrProviderUnavailable):
+		h.providerUnreachable(w, r, next, err)
+		return
+	case errors.Is(err, auth.ErrUnauthenticated):
+		// The error names what failed (never a token).
+		h.cfg.Logger.Warn("web: OIDC sign-in refused", "error", err)
+		h.signInRefused(w, r, next, http.StatusUnauthorized,
+			"The identity provider's answer could not be verified, so you are not signed in. Start the sign-in again; if this keeps happening, the server's log says why.")
+		return
+	case err != nil:
+		h.cfg.Logger.Error("web: OIDC sign-in", "error", err)
+		h.signInRefused(w, r, next, http.StatusBadGateway,
+			"The identity provider's answer could not be used; the error has been logged. Try again later, or sign in with an API token.")
+		return
+	}
+	if p.Role == auth.RoleNone {
+		h.cfg.Logger.Info("web: OIDC user without a role", "principal", p.Name)
+		h.render(w, r, http.StatusForbidden, "error", http.StatusText(http.StatusForbidden), errorPage{
+			Message: "You signed in as " + p.Name + ", but no redrive role is granted to you: you need at least the viewer role " +
+				"(or operator or admin). Ask an administrator to add you to a group that redrive maps to a role.",
+		})
+		return
+	}
+	now := h.cfg.Now()
+	until := now.Add(h.cfg.OIDCSessionMaxAge)
+	if !expiry.IsZero() && expiry.Before(until) {
+		until = expiry
+	}
+	if !now.Before(until) {
+		h.cfg.Logger.Warn("web: OIDC sign-in with an ID token that has expired", "principal", p.Name, "expiry", expiry)
+		h.signInRefused(w, r, next, http.StatusUnauthorized,
+			"The identity provider issued an ID token that has already expired; the clocks of the provider and of this server may differ.")
+		return
+	}
+	sealed, err := h.seal(oidcSessionCookie, oidcSession{Name: p.Name, Subject: p.Subject, Role: p.Role.String(),
+		Payload: p.CanReadPayload(), Expires: until.Unix()})
+	if err != nil {
+		h.serverError(w, r, "OIDC sign-in", err)
+		return
+	}
+	// A new session id at sign-in, so that a session id planted before cannot ride on it; and
+	// no token cookie of an earlier sign-in.
+	http.SetCookie(w, h.cookie(r, sessionCookie, newSessionID(), 0))
+	http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))
+	http.SetCookie(w, h.oidcCookie(r, oidcSessionCookie, "/", sealed, int(until.Sub(now)/time.Second)))
+	h.cfg.Logger.Info("web: login", "principal", p.Name, "role", p.Role.String(), "method", auth.MethodOIDC, "until", until)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// signInRefused shows the login page (both ways of signing in) with msg.
+func (h *handler) signInRefused(w http.ResponseWriter, r *http.Request, next string, status int, msg string) {
+	h.render(w, r, status, "login", "Sign in", h.loginForm(next, msg))
+}
+
+// providerUnreachable answers 503 with the login page: the provider cannot be reached, the
+// token form still works.
+func (h *handler) providerUnreachable(w http.ResponseWriter, r *http.Request, next string, err error) {
+	h.cfg.Logger.Warn("web: the OIDC provider is unreachable", "error", err)
+	h.signInRefused(w, r, next, http.StatusServiceUnavailable,
+		"The identity provider is unreachable, so signing in with "+h.cfg.OIDCName+" is not possible right now. Try again later, or sign in with an API token.")
+}
