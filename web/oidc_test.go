@@ -179,7 +179,7 @@ func TestOIDCSignIn(t *testing.T) {
 	}
 	// The audit log names the user as auth does: "display (sub)".
 	tok := csrfRE.FindStringSubmatch(body)[1]
-	resp, body = c.do("POST", "/failures/close", url.Values{"csrf": {tok}, "id": {f.ids[0].String()}, "reason": {"sso close"}})
+	resp, body = c.act("/failures/close", url.Values{"csrf": {tok}, "id": {f.ids[0].String()}, "reason": {"sso close"}})
 	if resp.StatusCode != 200 {
 		t.Fatalf("close: %d %s", resp.StatusCode, body)
 	}
