@@ -191,7 +191,11 @@ func benchAPI(ctx context.Context, args []string) error {
 		{"free-text search", store.ListParams{Limit: 50, Filter: store.Filter{Search: "order 1234 "}}},
 		{"search: key prefix", store.ListParams{Limit: 50, Filter: store.Filter{KeyPrefix: []byte(ids[0].String()[:8])}}},
 		{"search: event id", store.ListParams{Limit: 50, Filter: store.Filter{EventID: ids[0].String()}}},
+		{"search: idempotence id", store.ListParams{Limit: 50, Filter: store.Filter{IdempotenceID: ids[0].String()}}},
+		{"search: causing event id", store.ListParams{Limit: 50, Filter: store.Filter{CausingMessage: "order-" + ids[0].String()}}},
 		{"search: trace id", store.ListParams{Limit: 50, Filter: store.Filter{TraceID: fmt.Sprintf("%032x", 4242)}}},
+		{"search: stack-trace hash", store.ListParams{Limit: 50, Filter: store.Filter{StackTraceHash: fmt.Sprintf("%08x", 42)}}},
+		{"search: no ticket", store.ListParams{Limit: 50, Filter: store.Filter{NoTicket: true}}},
 		{"search: header name=value", store.ListParams{Limit: 50, Filter: store.Filter{HeaderName: "content-type", HeaderValue: []byte("application/json")}}},
 		{"search: payload within one topic", store.ListParams{Limit: 50, Filter: store.Filter{Topic: "topic-07", Payload: []byte(`"customer":"c-4242"`)}}},
 	} {
