@@ -20,6 +20,11 @@ import (
 // there holds shared definitions.
 var pageNames = []string{"overview", "failures", "failure", "confirm", "result", "groups", "login", "error"}
 
+// The pages of jobs and of the reactivation of the own dead-letter topic.
+func init() {
+	pageNames = append(pageNames, "jobs", "job", "jobpreview", "deadletters", "reactivation")
+}
+
 // pages holds one parsed template set per page.
 type pages struct {
 	byName map[string]*template.Template

@@ -161,6 +161,20 @@ func (h *handler) routes() {
 	m.HandleFunc("POST /failures/close", h.requireRole(auth.RoleOperator, h.postClose))
 	m.HandleFunc("GET /groups", h.requireRole(auth.RoleViewer, h.getGroups))
 	m.HandleFunc("POST /groups/{id}", h.requireRole(auth.RoleOperator, h.postGroup))
+	// Jobs and the reactivation of the own dead-letter topic (jobs.go, deadletters.go).
+	m.HandleFunc("POST /jobs/new", h.requireRole(auth.RoleOperator, h.postJobNew))
+	m.HandleFunc("POST /jobs/preview", h.requireRole(auth.RoleOperator, h.postJobPreview))
+	m.HandleFunc("POST /jobs/{id}/start", h.requireRole(auth.RoleOperator, h.postJobStart))
+	m.HandleFunc("POST /jobs/{id}/pause", h.requireRole(auth.RoleOperator, h.postJobPause))
+	m.HandleFunc("POST /jobs/{id}/resume", h.requireRole(auth.RoleOperator, h.postJobResume))
+	m.HandleFunc("POST /jobs/{id}/cancel", h.requireRole(auth.RoleOperator, h.postJobCancel))
+	m.HandleFunc("GET /jobs", h.requireRole(auth.RoleViewer, h.getJobs))
+	m.HandleFunc("GET /jobs/{id}", h.requireRole(auth.RoleViewer, h.getJob))
+	m.HandleFunc("GET /jobs/{id}/progress", h.requireRole(auth.RoleViewer, h.getJobProgress))
+	m.HandleFunc("GET /dead-letters", h.requireRole(auth.RoleViewer, h.getDeadLetters))
+	m.HandleFunc("POST /dead-letters", h.requireRole(auth.RoleAdmin, h.postReactivate))
+	m.HandleFunc("GET /dead-letters/{id}", h.requireRole(auth.RoleViewer, h.getReactivation))
+	m.HandleFunc("GET /dead-letters/{id}/progress", h.requireRole(auth.RoleViewer, h.getReactivationProgress))
 	m.HandleFunc("/", h.notFound)
 }
 
