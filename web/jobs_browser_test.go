@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -86,4 +88,45 @@ func TestBrowserJob(t *testing.T) {
 		t.Errorf("the job list shows %q", got)
 	}
 	screenshot(t, ctx, "jobs.png")
+}
+
+// TestBrowserReactivation starts a reactivation as an admin and watches its page follow the
+// run's progress without a reload, with the job page's polling.
+func TestBrowserReactivation(t *testing.T) {
+	startBrowser(t)
+	f := newJobsFixture(t)
+	base := f.srv.URL
+	ctx := tab(t)
+	login(t, ctx, base, adminToken)
+	do(t, ctx, chromedp.Navigate(base+"/dead-letters"), chromedp.WaitVisible(chromedp.ID("reactivate-form")),
+		chromedp.SendKeys(chromedp.ID("limit"), "100"),
+		chromedp.SendKeys(chromedp.ID("reason"), "schema registry is back"))
+	clickAndWait(t, ctx, "#reactivate")
+	loc := run(t, ctx, chromedp.Location())
+	m := regexp.MustCompile(`/dead-letters/([0-9]+)$`).FindStringSubmatch(loc)
+	if m == nil {
+		t.Fatalf("after the start at %s, want the run's page", loc)
+	}
+	id, _ := strconv.ParseInt(m[1], 10, 64)
+	if got := text(t, ctx, "#run-state"); got != "RUNNING" {
+		t.Fatalf("the run is %s", got)
+	}
+	eval[bool](t, ctx, `(window.redriveTestMark = true)`)
+	if err := f.store.RecordReactivationStep(context.Background(), store.ReactivationStep{ID: id, Read: 40, Reingested: 38, StillFailing: 2}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, ctx, "the read count to reach 40", `document.getElementById("run-read").textContent === "40" && document.getElementById("run-bar").value === 40`)
+	if _, err := f.store.FinishReactivation(context.Background(), id, store.ReactivationDone, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, ctx, "the run to show DONE at 100 %",
+		`document.getElementById("run-state").textContent === "DONE" && document.querySelector("#run-percent [data-field=percent]").textContent === "100"`)
+	if !eval[bool](t, ctx, `window.redriveTestMark === true`) {
+		t.Fatal("the page was reloaded")
+	}
+	if got := text(t, ctx, "#run-reingested"); got != "38" {
+		t.Errorf("re-ingested %q, want 38", got)
+	}
+	do(t, ctx, chromedp.Navigate(base+"/dead-letters"), chromedp.WaitVisible(chromedp.ID("runs")))
+	screenshot(t, ctx, "dead-letters.png")
 }
