@@ -156,11 +156,6 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /failures", h.requireRole(auth.RoleViewer, h.getFailures))
 	m.HandleFunc("GET /failures/{id}", h.requireRole(auth.RoleViewer, h.getFailure))
 	m.HandleFunc("GET /failures/{id}/{part}", h.requireRole(auth.RoleViewer, h.getPayload))
-	m.HandleFunc("POST /failures/confirm", h.requireRole(auth.RoleOperator, h.postConfirm))
-	m.HandleFunc("POST /failures/retry", h.requireRole(auth.RoleOperator, h.postRetry))
-	m.HandleFunc("POST /failures/close", h.requireRole(auth.RoleOperator, h.postClose))
-	m.HandleFunc("GET /groups", h.requireRole(auth.RoleViewer, h.getGroups))
-	m.HandleFunc("POST /groups/{id}", h.requireRole(auth.RoleOperator, h.postGroup))
 	// Jobs and the reactivation of the own dead-letter topic (jobs.go, deadletters.go).
 	m.HandleFunc("POST /jobs/new", h.requireRole(auth.RoleOperator, h.postJobNew))
 	m.HandleFunc("POST /jobs/preview", h.requireRole(auth.RoleOperator, h.postJobPreview))
@@ -175,6 +170,11 @@ func (h *handler) routes() {
 	m.HandleFunc("POST /dead-letters", h.requireRole(auth.RoleAdmin, h.postReactivate))
 	m.HandleFunc("GET /dead-letters/{id}", h.requireRole(auth.RoleViewer, h.getReactivation))
 	m.HandleFunc("GET /dead-letters/{id}/progress", h.requireRole(auth.RoleViewer, h.getReactivationProgress))
+	m.HandleFunc("POST /failures/confirm", h.requireRole(auth.RoleOperator, h.postConfirm))
+	m.HandleFunc("POST /failures/retry", h.requireRole(auth.RoleOperator, h.postRetry))
+	m.HandleFunc("POST /failures/close", h.requireRole(auth.RoleOperator, h.postClose))
+	m.HandleFunc("GET /groups", h.requireRole(auth.RoleViewer, h.getGroups))
+	m.HandleFunc("POST /groups/{id}", h.requireRole(auth.RoleOperator, h.postGroup))
 	m.HandleFunc("/", h.notFound)
 }
 
