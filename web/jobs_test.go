@@ -125,7 +125,7 @@ func (c *client) progress(path string) progressJSON {
 	return p
 }
 
-func mustContain(t *testing.T, what, body string, wants ...string) {
+func jobPageHas(t *testing.T, what, body string, wants ...string) {
 	t.Helper()
 	for _, w := range wants {
 		if !strings.Contains(body, w) {
@@ -148,12 +148,12 @@ func TestJobPreviewPinsAndStarts(t *testing.T) {
 	// The list offers the job next to the immediate action; the form asks for the reason and
 	// the rate (200/s by default).
 	_, body := op.do("GET", "/failures?state=PERMANENT", nil)
-	mustContain(t, "the list", body, `formaction="/jobs/new" name="action" value="close" id="job-close"`, `<a href="/jobs" id="nav-jobs"`)
+	jobPageHas(t, "the list", body, `formaction="/jobs/new" name="action" value="close" id="job-close"`, `<a href="/jobs" id="nav-jobs"`)
 	resp, body := op.do("POST", "/jobs/new", sel)
 	if resp.StatusCode != 200 {
 		t.Fatalf("job form: %d %s", resp.StatusCode, body)
 	}
-	mustContain(t, "the job form", body, `id="job-form"`, `name="rate_limit" min="0" max="100000" step="any" value="200"`,
+	jobPageHas(t, "the job form", body, `id="job-form"`, `name="rate_limit" min="0" max="100000" step="any" value="200"`,
 		`<code class="crit">state=PERMANENT</code>`, `<textarea id="reason" name="reason"`)
 	if strings.Contains(body, `name="token"`) {
 		t.Fatal("the job form carries a token before any preview")
@@ -171,7 +171,7 @@ func TestJobPreviewPinsAndStarts(t *testing.T) {
 	form.Set("reason", "incident INC-7 <b>cleanup</b>")
 	form.Set("rate_limit", "50")
 	id, token, body := op.preview(form)
-	mustContain(t, "the preview", body, `<strong id="pinned-count">3</strong> failures are pinned`,
+	jobPageHas(t, "the preview", body, `<strong id="pinned-count">3</strong> failures are pinned`,
 		`id="pinned-rate">50 per second`, `incident INC-7 &lt;b&gt;cleanup&lt;/b&gt;`, `id="start-job"`)
 
 	// After the preview: a new failure matches the filter, and a pinned one is closed by hand.
@@ -211,14 +211,14 @@ func TestJobPreviewPinsAndStarts(t *testing.T) {
 
 	// The job's page: counts, progress, items by outcome with paging, audit.
 	_, body = op.do("GET", "/jobs/"+id.String(), nil)
-	mustContain(t, "the job page", body, `data-field="state">DONE`, `id="job-bar" max="3" value="3"`, `<span data-field="percent">100</span> %`,
+	jobPageHas(t, "the job page", body, `data-field="state">DONE`, `id="job-bar" max="3" value="3"`, `<span data-field="percent">100</span> %`,
 		`id="job-done" data-field="done">2`, `id="job-skipped" data-field="skipped">1`, `id="job-remaining" data-field="remaining">0`,
 		`data-running="false"`, `job_start`, `<code class="crit">state=PERMANENT</code>`, `id="items-next"`)
 	if strings.Contains(body, `id="job-pause"`) && !strings.Contains(body, `data-states="RUNNING" hidden`) {
 		t.Error("a finished job offers a pause")
 	}
 	_, body = op.do("GET", "/jobs/"+id.String()+"?outcome=skipped", nil)
-	mustContain(t, "the skipped items", body, `<a href="/failures/`+f.ids[1].String()+`">`, "state changed since the preview", `aria-current="page" id="items-skipped"`)
+	jobPageHas(t, "the skipped items", body, `<a href="/failures/`+f.ids[1].String()+`">`, "state changed since the preview", `aria-current="page" id="items-skipped"`)
 	_, body = op.do("GET", "/jobs/"+id.String(), nil)
 	next := regexp.MustCompile(`href="(/jobs/[^"]+after=[0-9]+)" rel="next"`).FindStringSubmatch(body)
 	if next == nil || strings.Count(body, `<tr data-id=`) != 2 {
@@ -253,7 +253,7 @@ func TestJobButtons(t *testing.T) {
 	}
 	// No runner: the job stays RUNNING.
 	_, body := op.do("GET", "/jobs/"+id.String(), nil)
-	mustContain(t, "a running job", body, `data-running="true"`, `data-progress="/jobs/`+id.String()+`/progress"`,
+	jobPageHas(t, "a running job", body, `data-running="true"`, `data-progress="/jobs/`+id.String()+`/progress"`,
 		`data-states="RUNNING">`, `data-states="PAUSED" hidden>`, `id="job-cancel"`, `<code class="crit">2 selected failures</code>`)
 
 	viewer := f.client()
@@ -300,14 +300,14 @@ func TestJobButtons(t *testing.T) {
 	}
 	step("pause", http.StatusSeeOther, store.JobPaused)
 	_, body = op.do("GET", "/jobs/"+id.String(), nil)
-	mustContain(t, "a paused job", body, `data-field="state">PAUSED`, `data-states="RUNNING" hidden>`, `data-states="PAUSED">`, `data-running="false"`)
+	jobPageHas(t, "a paused job", body, `data-field="state">PAUSED`, `data-states="RUNNING" hidden>`, `data-states="PAUSED">`, `data-running="false"`)
 	body = step("pause", http.StatusConflict, store.JobPaused)
-	mustContain(t, "a second pause", body, "is PAUSED: cannot pause")
+	jobPageHas(t, "a second pause", body, "is PAUSED: cannot pause")
 	step("resume", http.StatusSeeOther, store.JobRunning)
 	step("cancel", http.StatusSeeOther, store.JobCanceled)
 	step("resume", http.StatusConflict, store.JobCanceled)
 	_, body = op.do("GET", "/jobs/"+id.String(), nil)
-	mustContain(t, "a canceled job", body, `data-field="state">CANCELED`, "job_pause", "job_resume", "job_cancel", "olivia")
+	jobPageHas(t, "a canceled job", body, `data-field="state">CANCELED`, "job_pause", "job_resume", "job_cancel", "olivia")
 	if strings.Contains(body, `<form method="post" action="/jobs/`+id.String()+`/cancel" class="inline" data-states="PREVIEW RUNNING PAUSED">`) {
 		t.Error("a canceled job offers a cancel")
 	}
@@ -396,7 +396,7 @@ func TestConfirmOverCapOffersJob(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("confirm: %d %s", resp.StatusCode, body)
 	}
-	mustContain(t, "the confirmation over the cap", body, `id="over-cap"`, `<form method="post" action="/jobs/new" id="as-job-form">`, `id="as-job"`)
+	jobPageHas(t, "the confirmation over the cap", body, `id="over-cap"`, `<form method="post" action="/jobs/new" id="as-job-form">`, `id="as-job"`)
 	under := url.Values{"csrf": {tok}, "action": {"close"}, "scope": {"all"}, "topic": {"shipments"}}
 	if _, body := op.do("POST", "/failures/confirm", under); strings.Contains(body, `id="as-job-form"`) {
 		t.Error("the confirmation under the cap offers a job instead of the action")
@@ -407,7 +407,7 @@ func TestConfirmOverCapOffersJob(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("job form: %d %s", resp.StatusCode, body)
 	}
-	mustContain(t, "the job form", body, `<input type="hidden" name="state" value="PERMANENT">`, `<input type="hidden" name="state" value="RETRY_PENDING">`, ">too many</textarea>")
+	jobPageHas(t, "the job form", body, `<input type="hidden" name="state" value="PERMANENT">`, `<input type="hidden" name="state" value="RETRY_PENDING">`, ">too many</textarea>")
 	viewer := f.client()
 	viewer.login(viewerToken)
 	if _, body := viewer.do("GET", "/failures", nil); strings.Contains(body, `id="job-close"`) {
@@ -436,7 +436,7 @@ func TestReactivationPage(t *testing.T) {
 	}
 	tok := admin.csrf("/dead-letters")
 	_, body := admin.do("GET", "/dead-letters", nil)
-	mustContain(t, "the admin's page", body, `id="reactivate-form"`, `id="nav-dead-letters" aria-current="page"`)
+	jobPageHas(t, "the admin's page", body, `id="reactivate-form"`, `id="nav-dead-letters" aria-current="page"`)
 	if resp, _ := admin.do("POST", "/dead-letters", url.Values{"scope": {"now"}}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("reactivation without CSRF token: %d", resp.StatusCode)
 	}
@@ -466,10 +466,10 @@ func TestReactivationPage(t *testing.T) {
 	}
 
 	_, body = viewer.do("GET", loc, nil)
-	mustContain(t, "the run's page", body, `data-running="true"`, `data-progress="`+loc+`/progress"`, `id="run-reason">registry is back`,
+	jobPageHas(t, "the run's page", body, `data-running="true"`, `data-progress="`+loc+`/progress"`, `id="run-reason">registry is back`,
 		"dlt_reactivate_start", `<progress id="run-bar" max="100" value="0"`, "100 records")
 	_, body = viewer.do("GET", "/dead-letters", nil)
-	mustContain(t, "the runs", body, `<a href="`+loc+`">`, "RUNNING", "ada")
+	jobPageHas(t, "the runs", body, `<a href="`+loc+`">`, "RUNNING", "ada")
 
 	runs, err := f.core.Reactivations(context.Background(), 10)
 	if err != nil || len(runs) != 1 {
@@ -491,7 +491,7 @@ func TestReactivationPage(t *testing.T) {
 		t.Fatalf("progress of a failed run: %+v", p)
 	}
 	_, body = viewer.do("GET", loc, nil)
-	mustContain(t, "a failed run's page", body, `data-running="false"`, "brokers silent ⟨U&#43;202E⟩", "dlt_reactivate_end")
+	jobPageHas(t, "a failed run's page", body, `data-running="false"`, "brokers silent ⟨U&#43;202E⟩", "dlt_reactivate_end")
 	if strings.Contains(body, "\u202e") {
 		t.Error("the run's page shows a bidirectional override raw")
 	}
