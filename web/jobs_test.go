@@ -30,15 +30,23 @@ const jobsDeadLetterTopic = "redrive-dlt"
 // newJobsFixture is the fixture with a core that also reactivates its dead-letter topic (a run
 // is the store's, started as the intake's reactivator starts it, without reading Kafka) and an
 // authenticator that also knows an admin. The core runs no jobs until runJobs.
-func newJobsFixture(t *testing.T) *fixture {
+func newJobsFixture(t *testing.T) *fixture { return newJobsFixtureWith(t, fixtureOptions{}) }
+
+// newJobsFixtureWith is newJobsFixture with opts; with opts.resend the core resends through a
+// resender of its own over the fixture's Kafka.
+func newJobsFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 	t.Helper()
-	f := newFixture(t)
-	core, err := operator.New(operator.Config{Store: f.store, MaxBulk: fixtureMaxBulk, Logger: quiet, DeadLetterTopic: jobsDeadLetterTopic,
+	f := newFixtureWith(t, opts)
+	cfg := operator.Config{Store: f.store, MaxBulk: fixtureMaxBulk, Logger: quiet, DeadLetterTopic: jobsDeadLetterTopic,
 		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*store.Reactivation, error) {
 			run, _, err := f.store.StartReactivation(ctx, store.StartReactivationParams{Topic: jobsDeadLetterTopic,
 				Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow, StaleAfter: time.Hour})
 			return run, err
-		}})
+		}}
+	if opts.resend {
+		cfg.Resender = startResender(t, f.store, f.kafka)
+	}
+	core, err := operator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,5 +507,31 @@ func TestReactivationPage(t *testing.T) {
 		if resp, _ := viewer.do("GET", path, nil); resp.StatusCode != status {
 			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, status)
 		}
+	}
+}
+
+// A retry job resends each pinned failure's original record, as the immediate retry does.
+func TestJobRetryResends(t *testing.T) {
+	t.Parallel()
+	f := newJobsFixtureWith(t, fixtureOptions{resend: true})
+	op := f.client()
+	op.login(operatorToken)
+	tok := op.csrf("/failures")
+	if _, body := op.do("GET", "/failures", nil); !strings.Contains(body, `id="job-retry"`) {
+		t.Fatal("a server that resends offers no retry job")
+	}
+	id, token, body := op.preview(url.Values{"csrf": {tok}, "action": {"retry"}, "scope": {"all"}, "topic": {"shipments"}})
+	jobPageHas(t, "the retry preview", body, `<strong id="pinned-count">1</strong> failure is pinned`, `id="pinned-reason"><span class="note">none</span>`)
+	if resp, _ := op.do("POST", "/jobs/"+id.String()+"/start", url.Values{"csrf": {tok}, "token": {token}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("start: %d", resp.StatusCode)
+	}
+	f.runJobs()
+	f.waitJob(id, store.JobDone)
+	if st := f.state(f.ids[2]); st != store.StateResent {
+		t.Fatalf("the retried failure is %s", st)
+	}
+	msgs := f.kafka.ConsumeN(t, "shipments", 1, 30*time.Second)
+	if string(msgs[0].Value) != "\x00\xffhi\x1b" || string(msgs[0].Key) != "key-shipments" {
+		t.Fatalf("republished key %q value %q", msgs[0].Key, msgs[0].Value)
 	}
 }
