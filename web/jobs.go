@@ -245,7 +245,10 @@ type jobPage struct {
 	Items    []store.JobItem
 	// Next and First are the addresses of the next and first page of items.
 	Next, First string
-	Audit       []store.AuditEntry
+	// Audit holds the job's own audit entries (preview, start, pause, resume, cancel); the
+	// entries of the failures it changed, ItemAudit of them, show on each failure's page.
+	Audit     []store.AuditEntry
+	ItemAudit int
 	// Progress is the address of the job's progress as JSON, polled while it runs; P is that
 	// progress now, for the page's first rendering.
 	Progress string
@@ -290,7 +293,14 @@ func (h *handler) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := "/jobs/" + id.String()
-	p := jobPage{J: j, Acted: j.Done + j.Skipped + j.Failed, Outcome: req.Outcome, Items: items.Items, Audit: audit, Progress: base + "/progress", P: h.jobProgress(j)}
+	p := jobPage{J: j, Acted: j.Done + j.Skipped + j.Failed, Outcome: req.Outcome, Items: items.Items, Progress: base + "/progress", P: h.jobProgress(j)}
+	for _, e := range audit {
+		if e.FailureID == nil {
+			p.Audit = append(p.Audit, e)
+		} else {
+			p.ItemAudit++
+		}
+	}
 	p.Selection, p.FilterLink = describeSelection(j.Selection)
 	for _, o := range jobOutcomes {
 		l := outcomeLink{Outcome: o, Label: o, Link: base, Current: o == req.Outcome}

@@ -221,7 +221,7 @@ func TestJobPreviewPinsAndStarts(t *testing.T) {
 	_, body = op.do("GET", "/jobs/"+id.String(), nil)
 	jobPageHas(t, "the job page", body, `data-field="state">DONE`, `id="job-bar" max="3" value="3"`, `<span data-field="percent">100</span> %`,
 		`id="job-done" data-field="done">2`, `id="job-skipped" data-field="skipped">1`, `id="job-remaining" data-field="remaining">0`,
-		`data-running="false"`, `job_start`, `<code class="crit">state=PERMANENT</code>`, `id="items-next"`)
+		`data-running="false"`, `job_start`, `id="item-audit">And 2 entries of the failures the job changed`, `<code class="crit">state=PERMANENT</code>`, `id="items-next"`)
 	if strings.Contains(body, `id="job-pause"`) && !strings.Contains(body, `data-states="RUNNING" hidden`) {
 		t.Error("a finished job offers a pause")
 	}
