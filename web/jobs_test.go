@@ -30,11 +30,12 @@ const jobsDeadLetterTopic = "redrive-dlt"
 // newJobsFixture is the fixture with a core that also reactivates its dead-letter topic (a run
 // is the store's, started as the intake's reactivator starts it, without reading Kafka) and an
 // authenticator that also knows an admin. The core runs no jobs until runJobs.
-func newJobsFixture(t *testing.T) *fixture { return newJobsFixtureWith(t, fixtureOptions{}) }
+func newJobsFixture(t *testing.T) *fixture { return newJobsFixtureWith(t, fixtureOptions{}, nil) }
 
-// newJobsFixtureWith is newJobsFixture with opts; with opts.resend the core resends through a
-// resender of its own over the fixture's Kafka.
-func newJobsFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
+// newJobsFixtureWith is newJobsFixture with opts and, when not nil, now as the UI's clock (the
+// core's stays the real one); with opts.resend the core resends through a resender of its own
+// over the fixture's Kafka.
+func newJobsFixtureWith(t *testing.T, opts fixtureOptions, now func() time.Time) *fixture {
 	t.Helper()
 	f := newFixtureWith(t, opts)
 	cfg := operator.Config{Store: f.store, MaxBulk: fixtureMaxBulk, Logger: quiet, DeadLetterTopic: jobsDeadLetterTopic,
@@ -61,7 +62,7 @@ func newJobsFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	f.core = core
-	if f.handler, err = New(Config{Core: core, Auth: a, Logger: quiet, PageSize: 2}); err != nil {
+	if f.handler, err = New(Config{Core: core, Auth: a, Logger: quiet, PageSize: 2, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	f.srv = httptest.NewServer(f.handler)
@@ -339,6 +340,8 @@ func TestJobsListAndInput(t *testing.T) {
 	viewer := f.client()
 	viewer.login(viewerToken)
 	_, body := viewer.do("GET", "/jobs", nil)
+	_, jb := viewer.do("GET", "/jobs/"+ids[0].String(), nil)
+	jobPageHas(t, "a preview's page", jb, `id="job-preview-note">This job is a preview`)
 	if strings.Count(body, `<tr data-id=`) != 2 || !strings.Contains(body, `<tr data-id="`+ids[2].String()+`"`) ||
 		!strings.Contains(body, `aria-current="page">Jobs</a>`) || !strings.Contains(body, `PREVIEW`) {
 		t.Fatalf("first page of jobs: %s", body)
@@ -513,7 +516,7 @@ func TestReactivationPage(t *testing.T) {
 // A retry job resends each pinned failure's original record, as the immediate retry does.
 func TestJobRetryResends(t *testing.T) {
 	t.Parallel()
-	f := newJobsFixtureWith(t, fixtureOptions{resend: true})
+	f := newJobsFixtureWith(t, fixtureOptions{resend: true}, nil)
 	op := f.client()
 	op.login(operatorToken)
 	tok := op.csrf("/failures")
@@ -534,4 +537,18 @@ func TestJobRetryResends(t *testing.T) {
 	if string(msgs[0].Value) != "\x00\xffhi\x1b" || string(msgs[0].Key) != "key-shipments" {
 		t.Fatalf("republished key %q value %q", msgs[0].Key, msgs[0].Value)
 	}
+}
+
+// A preview whose token expired says so on the list and on its page.
+func TestJobPreviewExpired(t *testing.T) {
+	t.Parallel()
+	f := newJobsFixtureWith(t, fixtureOptions{}, func() time.Time { return time.Now().Add(operator.DefaultPreviewTTL + time.Minute) })
+	op := f.client()
+	op.login(operatorToken)
+	tok := op.csrf("/jobs")
+	id, _, _ := op.preview(url.Values{"csrf": {tok}, "action": {"close"}, "id": {f.ids[0].String()}, "reason": {"r"}})
+	_, body := op.do("GET", "/jobs", nil)
+	jobPageHas(t, "the list", body, `PREVIEW</span> <span class="note">expired</span>`)
+	_, body = op.do("GET", "/jobs/"+id.String(), nil)
+	jobPageHas(t, "the preview's page", body, "and the preview expired at")
 }
