@@ -13,6 +13,13 @@
 // and the audit log), the groups (filters, counts, first and last seen, a sample error
 // message, ticket and note) and a group's page (its failures, paged, and its audit log).
 //
+// Jobs and reactivations: a retry or close of a selection of any size runs as a job of the
+// core, previewed first (the pinned count, the reason, the rate limit), started with the
+// preview's token, then followed on its page (progress, rate, ETA, items by outcome, audit),
+// paused, resumed or canceled; an admin reactivates the service's own dead-letter topic. The
+// pages of a running job or run poll a small JSON view of its progress from the page's
+// script and update without a reload.
+//
 // Every page is a thin translator over the operator core ([operator.Core]), which the REST
 // API uses too: a handler parses its input (a filter with [operator.ParseFilter]), calls one
 // method of the core and renders the result. The UI therefore follows the API's rules: an

@@ -26,6 +26,11 @@ var pageNames = []string{"overview", "failures", "failure", "confirm", "result",
 	"repair",
 }
 
+// The pages of jobs and of the reactivation of the own dead-letter topic.
+func init() {
+	pageNames = append(pageNames, "jobs", "job", "jobpreview", "deadletters", "reactivation")
+}
+
 // pages holds one parsed template set per page.
 type pages struct {
 	byName map[string]*template.Template

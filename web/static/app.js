@@ -99,6 +99,47 @@
     });
   });
 
+  // Jobs and reactivations: the failure list's job buttons follow the bulk buttons, and a
+  // running job's or run's page polls its progress (JSON) and updates its fields and bar.
+  var jobButtons = [document.getElementById('job-retry'), document.getElementById('job-close')];
+  var bulkClose = document.getElementById('bulk-close');
+  if (bulk && bulkClose) {
+    var syncJobButtons = function () {
+      jobButtons.forEach(function (b) { if (b) { b.disabled = bulkClose.disabled; } });
+    };
+    bulk.addEventListener('change', syncJobButtons);
+    syncJobButtons();
+  }
+  document.querySelectorAll('[data-progress]').forEach(function (live) {
+    if (live.getAttribute('data-running') !== 'true' || !window.fetch) { return; }
+    var bar = live.querySelector('progress');
+    var reload = live.querySelector('[id$="-reload"]');
+    var poll = function () {
+      window.fetch(live.getAttribute('data-progress'), { credentials: 'same-origin', headers: { Accept: 'application/json' } })
+        .then(function (r) { if (!r.ok) { throw new Error('status ' + r.status); } return r.json(); })
+        .then(function (p) {
+          Object.keys(p.fields || {}).forEach(function (name) {
+            live.querySelectorAll('[data-field="' + name + '"]').forEach(function (el) { el.textContent = p.fields[name]; });
+          });
+          if (bar && p.max > 0) {
+            bar.max = p.max;
+            bar.value = p.value;
+          }
+          live.querySelectorAll('form[data-states]').forEach(function (f) {
+            f.hidden = f.getAttribute('data-states').split(' ').indexOf(p.state) < 0;
+          });
+          live.setAttribute('data-running', p.running ? 'true' : 'false');
+          if (p.running) {
+            window.setTimeout(poll, 1500);
+          } else if (reload) {
+            reload.hidden = false;
+          }
+        })
+        .catch(function () { window.setTimeout(poll, 5000); });
+    };
+    window.setTimeout(poll, 1000);
+  });
+
   // Payload views as tabs (without scripts every view shows, one under the other).
   document.querySelectorAll('.tabs[role="tablist"]').forEach(function (list) {
     var tabs = Array.prototype.slice.call(list.querySelectorAll('[role="tab"]'));
