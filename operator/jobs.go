@@ -291,7 +291,8 @@ func (c *Core) JobItems(ctx context.Context, req JobItemsRequest) (*JobItemsPage
 	return page, nil
 }
 
-// JobAudit returns the audit entries of a job and its items, oldest first.
+// JobAudit returns the audit entries of a job (store.Store.JobAudit): its own first, then its
+// items', each part oldest first, at most MaxAudit.
 func (c *Core) JobAudit(ctx context.Context, id uuid.UUID) ([]store.AuditEntry, error) {
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()

@@ -571,12 +571,14 @@ func (s *Store) JobActedOn(ctx context.Context, jobID uuid.UUID, action string, 
 	return out, nil
 }
 
-// JobAudit returns the audit entries of a job (its own, and its items') oldest first, at most
-// limit.
+// JobAudit returns the audit entries of a job, at most limit: its own (preview, start, pause,
+// resume, cancel: no failure id) first, so that a large job's items never push them out, then
+// its items', each part oldest first.
 func (s *Store) JobAudit(ctx context.Context, jobID uuid.UUID, limit int) ([]AuditEntry, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, failure_id, group_id, action, principal, reason, details, at
-		FROM audit_log WHERE details ? 'job_id' AND details->>'job_id' = $1 ORDER BY at, id LIMIT $2`, jobID.String(), limit)
+		FROM audit_log WHERE details ? 'job_id' AND details->>'job_id' = $1
+		ORDER BY failure_id IS NOT NULL, at, id LIMIT $2`, jobID.String(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("job audit: %w", err)
 	}
