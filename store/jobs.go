@@ -46,13 +46,13 @@ const (
 
 // Job is a background action on a pinned selection of failures.
 type Job struct {
-	ID        uuid.UUID
-	Action    string
+	ID     uuid.UUID
+	Action string
 	// TargetTopic is where a resend_to job sends the failures; nil for other actions.
 	TargetTopic *string
-	State     JobState
-	Principal string
-	Reason    *string
+	State       JobState
+	Principal   string
+	Reason      *string
 	// Selection describes how the failures were selected (a filter or ids), for display.
 	Selection map[string]any
 	// RateLimit is the most items per second the job acts on.
@@ -93,10 +93,10 @@ type CreateJobParams struct {
 	Action string
 	// TargetTopic is the topic of a resend_to job.
 	TargetTopic *string
-	Filter    *Filter
-	IDs       []uuid.UUID
-	Principal string
-	Reason    string
+	Filter      *Filter
+	IDs         []uuid.UUID
+	Principal   string
+	Reason      string
 	// Selection describes the selection for display and audit.
 	Selection map[string]any
 	RateLimit float64
