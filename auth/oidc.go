@@ -335,7 +335,7 @@ func (o *OIDC) Exchange(ctx context.Context, s SignIn, code string) (Principal, 
 	}
 	tok, err := o.oauth2Config(p).Exchange(oidc.ClientContext(ctx, o.cfg.HTTPClient), code, oauth2.VerifierOption(s.Verifier))
 	if err != nil {
-		return Principal{}, time.Time{}, fmt.Errorf("%w: the provider refused the code", ErrUnauthenticated)
+		return Principal{}, time.Time{}, exchangeError(err)
 	}
 	raw, ok := tok.Extra("id_token").(string)
 	if !ok || raw == "" {
@@ -355,6 +355,25 @@ func (o *OIDC) Exchange(ctx context.Context, s SignIn, code string) (Principal, 
 	}
 	pr, err := o.principal(id)
 	return pr, id.Expiry, err
+}
+
+// exchangeError classifies a failed code exchange: a 4xx answer of the token endpoint is a
+// refusal (ErrUnauthenticated); no answer or a 5xx is the provider being unavailable
+// (ErrProviderUnavailable), so that the UI can say so and offer its token form. The error
+// never holds the code or a token.
+func exchangeError(err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
+		return fmt.Errorf("%w: the provider refused the code (HTTP %d)", ErrUnauthenticated, re.Response.StatusCode)
+	}
+	if errors.As(err, &re) && re.Response != nil {
+		return fmt.Errorf("%w: the token endpoint answered HTTP %d", ErrProviderUnavailable, re.Response.StatusCode)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%w: the token endpoint could not be reached: %v", ErrProviderUnavailable, ue.Err)
+	}
+	return fmt.Errorf("%w: the code exchange failed", ErrUnauthenticated)
 }
 
 // looksLikeJWT reports whether a bearer token has the shape of a JWS compact serialization.

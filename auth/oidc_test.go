@@ -199,6 +199,15 @@ func TestOIDCSignIn(t *testing.T) {
 	if _, _, err := o.Exchange(ctx, s3, code3); err == nil || !strings.Contains(err.Error(), "nonce") {
 		t.Errorf("wrong nonce: %v", err)
 	}
+	// The provider going down between the redirect and the callback is an outage, not a refusal.
+	s4 := auth.NewSignIn()
+	code4, _ := signIn(s4)
+	p.SetDown(true)
+	_, _, err = o.Exchange(ctx, s4, code4)
+	p.SetDown(false)
+	if !errors.Is(err, auth.ErrProviderUnavailable) || errors.Is(err, auth.ErrUnauthenticated) || strings.Contains(err.Error(), code4) {
+		t.Errorf("exchange while the provider is down: %v", err)
+	}
 }
 
 func TestOIDCConfigErrors(t *testing.T) {

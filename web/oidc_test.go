@@ -371,13 +371,15 @@ func TestOIDCProviderOutage(t *testing.T) {
 		t.Fatalf("groups: %d", resp.StatusCode)
 	}
 
-	// The provider goes down between the redirect and the callback.
+	// The provider goes down between the redirect and the callback: the page says it is
+	// unreachable (503) and keeps the token form.
 	f2 := newOIDCFixture(t, 0)
 	c = f2.client()
 	q := f2.startSignIn(c, "/")
 	f2.provider.SetDown(true)
 	resp, body = f2.callback(c, q)
-	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, `name="token"`) || cookieNamed(resp, oidcSessionCookie) != nil {
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "unreachable") || !strings.Contains(body, `name="token"`) ||
+		cookieNamed(resp, oidcSessionCookie) != nil {
 		t.Fatalf("callback while the provider is down: %d %s", resp.StatusCode, body)
 	}
 }
