@@ -37,6 +37,9 @@ type Intake struct {
 }
 
 // New returns an Intake for cfg, or an "invalid config" error.
+// consumerCloseTimeout bounds a consumer's Close at shutdown (kafkalog.CloseConsumer).
+const consumerCloseTimeout = 10 * time.Second
+
 func New(cfg Config) (*Intake, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -149,10 +152,16 @@ func (in *Intake) Run(ctx context.Context) error {
 		prod.Close()
 		<-producerEvents
 		stopProducerLogs()
-		if err := cons.Close(); err != nil {
+		switch err := kafkalog.CloseConsumer(cons, consumerCloseTimeout); {
+		case errors.Is(err, kafkalog.ErrCloseTimeout):
+			// Its log channel stays open with it: do not wait for it.
+			in.log.Error("close consumer: librdkafka did not finish closing; stopping without it (its uncommitted records are read again)", "error", err)
+		case err != nil:
 			in.log.Warn("close consumer", "error", err)
+			stopConsumerLogs()
+		default:
+			stopConsumerLogs()
 		}
-		stopConsumerLogs()
 	}()
 	if err := cons.SubscribeTopics(in.topics, nil); err != nil {
 		return fmt.Errorf("intake: subscribe to %s: %w", strings.Join(in.topics, ", "), err)

@@ -279,8 +279,11 @@ func (r *Reactivator) read(ctx context.Context, run *store.Reactivation, from ma
 	}
 	stopLogs := kafkalog.Forward(r.log, "reactivator", cons.Logs())
 	defer func() {
-		_ = cons.Close()
-		stopLogs()
+		if err := kafkalog.CloseConsumer(cons, consumerCloseTimeout); errors.Is(err, kafkalog.ErrCloseTimeout) {
+			r.log.Error("reactivation: librdkafka did not finish closing the consumer; going on without it", "error", err)
+		} else {
+			stopLogs()
+		}
 	}()
 	md, err := cons.GetMetadata(&topic, false, 10000)
 	if err != nil {

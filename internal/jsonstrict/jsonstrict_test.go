@@ -47,7 +47,7 @@ func TestUnmarshal(t *testing.T) {
 		{"all lower case", `{"Identity": {}}`, jsonstrict.ErrUnknownName, "/Identity", `unknown member "Identity" in the top-level object`},
 		{"unknown member", `{"identity": {"eventId": "a", "extra": 1}}`, jsonstrict.ErrUnknownName, "/identity/extra", `unknown member "extra"`},
 		{"long unknown name", `{"` + strings.Repeat("x", 1000) + `": 1}`, jsonstrict.ErrUnknownName, "/" + strings.Repeat("x", 1000), `"` + strings.Repeat("x", 64) + `…"`},
-		{"wrong type", `{"name": 5}`, nil, "/name", `invalid JSON: cannot unmarshal JSON number into Go string within "/name"`},
+		{"wrong type", `{"name": 5}`, nil, "/name", `unmarshal JSON number into Go string within "/name"`}, // the library says "cannot" or "unable to", at random per process,
 		{"fraction", `{"identity": {"millis": 1.5}}`, nil, "/identity/millis", `"/identity/millis"`},
 		{"two values", `{} {}`, nil, "", `after top-level value`},
 		{"empty", ``, nil, "", `unexpected EOF`},

@@ -4,7 +4,10 @@ package kafkalog
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
@@ -40,4 +43,25 @@ func Forward(logger *slog.Logger, client string, logs chan kafka.LogEvent) (wait
 		}
 	}()
 	return func() { <-done }
+}
+
+// ErrCloseTimeout means a consumer did not finish closing in time. librdkafka can hang in
+// Close while it hands a pending assignment to the application (confluentinc/librdkafka#4884);
+// the caller goes on without it: offsets not committed are read again, which the intake
+// tolerates, and the process's exit ends the client.
+var ErrCloseTimeout = errors.New("the consumer did not finish closing")
+
+// CloseConsumer closes c, waiting at most timeout; then it returns ErrCloseTimeout and leaves
+// the close running.
+func CloseConsumer(c *kafka.Consumer, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w in %s", ErrCloseTimeout, timeout)
+	}
 }
