@@ -120,14 +120,11 @@ func (a *api) actBulk(w http.ResponseWriter, r *http.Request, act operator.Actio
 		err = a.decodeBody(w, r, &body, false)
 	}
 	req := operator.ActionRequest{Action: act, Principal: principal(r).Name, Reason: deref(body.Reason), DryRun: body.DryRun}
-	if err == nil && body.IDs != nil {
-		req.Selection.IDs, err = parseIDs(body.IDs)
+	if err == nil && body.IDs != nil && len(body.IDs) == 0 {
+		err = badRequest("ids", "empty: give 1 to %d ids", operator.MaxIDs)
 	}
-	if err == nil && body.Filter != nil {
-		var f store.Filter
-		if f, err = body.Filter.Filter(); err == nil {
-			req.Selection.Filter = &f
-		}
+	if err == nil {
+		req.Selection, err = selectionOf(body.IDs, body.Filter, operator.MaxIDs, "request")
 	}
 	if err != nil {
 		a.fail(w, r, err)
@@ -151,21 +148,29 @@ func (a *api) actBulk(w http.ResponseWriter, r *http.Request, act operator.Actio
 	writeJSON(w, status, resp)
 }
 
-// parseIDs parses 1 to operator.MaxIDs failure ids, naming the first bad one.
-func parseIDs(in []string) ([]uuid.UUID, error) {
-	switch {
-	case len(in) == 0:
-		return nil, badRequest("ids", "empty: give 1 to %d ids", operator.MaxIDs)
-	case len(in) > operator.MaxIDs:
-		return nil, badRequest("ids", "%d ids, at most %d per request (or use a filter)", len(in), operator.MaxIDs)
-	}
-	out := make([]uuid.UUID, len(in))
-	for i, s := range in {
-		id, err := uuid.Parse(s)
-		if err != nil || len(s) != 36 {
-			return nil, badRequest("ids["+strconv.Itoa(i)+"]", "%q is not a UUID", clip.Text(s, clip.Default))
+// selectionOf parses the ids (at most max, per request or job) or the filter of a body, naming
+// the first bad id or criterion.
+func selectionOf(ids []string, filter *operator.FilterInput, max int, per string) (operator.Selection, error) {
+	var sel operator.Selection
+	if ids != nil {
+		if len(ids) > max {
+			return sel, badRequest("ids", "%d ids, at most %d per %s (or use a filter)", len(ids), max, per)
 		}
-		out[i] = id
+		sel.IDs = make([]uuid.UUID, len(ids))
+		for i, s := range ids {
+			id, err := uuid.Parse(s)
+			if err != nil || len(s) != 36 {
+				return sel, badRequest("ids["+strconv.Itoa(i)+"]", "%q is not a UUID", clip.Text(s, clip.Default))
+			}
+			sel.IDs[i] = id
+		}
 	}
-	return out, nil
+	if filter != nil {
+		f, err := filter.Filter()
+		if err != nil {
+			return sel, err
+		}
+		sel.Filter = &f
+	}
+	return sel, nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -99,14 +98,8 @@ func (a *api) previewJob(w http.ResponseWriter, r *http.Request) {
 	}
 	req := operator.JobRequest{Action: body.Action, Principal: principal(r).Name, Reason: deref(body.Reason), RateLimit: body.RateLimit,
 		TargetTopic: body.TargetTopic}
-	if err == nil && body.IDs != nil {
-		req.Selection.IDs, err = parseJobIDs(body.IDs)
-	}
-	if err == nil && body.Filter != nil {
-		var f store.Filter
-		if f, err = body.Filter.Filter(); err == nil {
-			req.Selection.Filter = &f
-		}
+	if err == nil {
+		req.Selection, err = selectionOf(body.IDs, body.Filter, operator.MaxJobIDs, "job")
 	}
 	if err != nil {
 		a.fail(w, r, err)
@@ -119,22 +112,6 @@ func (a *api) previewJob(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", Prefix+"/jobs/"+p.Job.ID.String())
 	writeJSON(w, http.StatusCreated, previewJSON{Job: newJobJSON(&operator.JobView{Job: p.Job}), Token: p.Token})
-}
-
-// parseJobIDs parses the ids of a job, naming the first bad one.
-func parseJobIDs(in []string) ([]uuid.UUID, error) {
-	if len(in) > operator.MaxJobIDs {
-		return nil, badRequest("ids", "%d ids, at most %d per job (or use a filter)", len(in), operator.MaxJobIDs)
-	}
-	out := make([]uuid.UUID, len(in))
-	for i, s := range in {
-		id, err := uuid.Parse(s)
-		if err != nil || len(s) != 36 {
-			return nil, badRequest("ids["+strconv.Itoa(i)+"]", "%q is not a UUID", clip.Text(s, clip.Default))
-		}
-		out[i] = id
-	}
-	return out, nil
 }
 
 // jobDetail is a job with its audit entries.
