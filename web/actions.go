@@ -53,14 +53,16 @@ func readActionForm(r *http.Request, act operator.Action) (actionForm, error) {
 
 // request returns the core's request for a.
 func (a actionForm) request(principal string, dryRun bool) operator.ActionRequest {
-	req := operator.ActionRequest{Action: a.Action, Principal: principal, Reason: a.Reason, DryRun: dryRun}
+	return operator.ActionRequest{Action: a.Action, Principal: principal, Reason: a.Reason, DryRun: dryRun, Selection: a.selection()}
+}
+
+// selection returns the core's selection of a: the filter for "all matching", else the ids.
+func (a actionForm) selection() operator.Selection {
 	if a.All {
 		f := a.Filter
-		req.Selection.Filter = &f
-	} else {
-		req.Selection.IDs = a.IDs
+		return operator.Selection{Filter: &f}
 	}
-	return req
+	return operator.Selection{IDs: a.IDs}
 }
 
 // confirmPage is the data of the confirmation page: the dry run of the action.

@@ -108,14 +108,8 @@ func (h *handler) postJobPreview(w http.ResponseWriter, r *http.Request) {
 	j, rate, err := readJobForm(r)
 	var prev *operator.JobPreview
 	if err == nil {
-		req := operator.JobRequest{Action: j.Action, Principal: sessionFrom(r.Context()).principal.Name, Reason: j.Reason, RateLimit: rate}
-		if j.All {
-			f := j.Filter
-			req.Selection.Filter = &f
-		} else {
-			req.Selection.IDs = j.IDs
-		}
-		prev, err = h.core.PreviewJob(r.Context(), req)
+		prev, err = h.core.PreviewJob(r.Context(), operator.JobRequest{Action: j.Action, Principal: sessionFrom(r.Context()).principal.Name,
+			Reason: j.Reason, RateLimit: rate, Selection: j.selection()})
 	}
 	p := h.newJobPreviewPage(j)
 	var ie *operator.InputError
