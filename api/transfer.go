@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -9,12 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive/internal/ndjsonstream"
 	"github.com/redrive/redrive/operator"
 )
-
-// deadlineStep is how far a streaming export or import moves its connection's deadline at a
-// time: it streams for as long as it makes progress, whatever the server's timeouts.
-const deadlineStep = time.Minute
 
 // exportFailures serves GET /failures/export: the failures the filter selects as NDJSON,
 // streamed.
@@ -29,44 +25,23 @@ func (a *api) exportFailures(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	rc := http.NewResponseController(w)
-	bw := bufio.NewWriterSize(w, 256<<10)
-	started := false
-	var lastMove time.Time
-	_, err = a.core.Export(r.Context(), f, reader(r), func(line []byte) error {
-		if !started {
-			started = true
-			w.Header().Set("Content-Type", "application/x-ndjson")
-			w.Header().Set("Content-Disposition", `attachment; filename="redrive-failures.ndjson"`)
-			w.Header().Set("Cache-Control", "no-store")
-			w.Header().Set("X-Content-Type-Options", "nosniff")
-			w.WriteHeader(http.StatusOK)
-		}
-		if now := time.Now(); now.Sub(lastMove) > deadlineStep/4 {
-			lastMove = now
-			_ = rc.SetWriteDeadline(now.Add(deadlineStep)) // not every writer has deadlines
-		}
-		_, err := bw.Write(line)
+	started, err := ndjsonstream.Serve(w, "redrive-failures.ndjson", func(emit func([]byte) error) error {
+		_, err := a.core.Export(r.Context(), f, reader(r), emit)
 		return err
 	})
-	if err == nil && !started {
-		// Nothing selected: an empty file.
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.Header().Set("Content-Disposition", `attachment; filename="redrive-failures.ndjson"`)
-		w.WriteHeader(http.StatusOK)
-	}
-	if err != nil {
-		if !started {
-			a.fail(w, r, err)
-			return
-		}
+	switch {
+	case err != nil && !started:
+		a.fail(w, r, err)
+	case err != nil:
 		// The status is sent: cut the stream so that the client sees it incomplete.
 		a.log.Error("api: export stopped", "error", err)
-		_ = bw.Flush()
 		panic(http.ErrAbortHandler)
 	}
-	_ = bw.Flush()
 }
+
+// deadlineStep is how far a streaming import moves its connection's read deadline at a time:
+// it reads for as long as it makes progress, whatever the server's timeouts.
+const deadlineStep = time.Minute
 
 // maxImportBytes bounds an import's body.
 const maxImportBytes = 8 << 30
