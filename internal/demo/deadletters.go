@@ -76,13 +76,7 @@ func NewDeadLetters(cfg DeadLettersConfig) (*DeadLetters, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
-		"bootstrap.servers":  cfg.Brokers,
-		"acks":               "all",
-		"enable.idempotence": true,
-		"linger.ms":          5,
-		"log_level":          3,
-	})
+	p, err := newProducer(cfg.Brokers)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter feeder producer: %w", err)
 	}

@@ -57,13 +57,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
-		"bootstrap.servers":  cfg.Brokers,
-		"acks":               "all",
-		"enable.idempotence": true,
-		"linger.ms":          5,
-		"log_level":          3,
-	})
+	p, err := newProducer(cfg.Brokers)
 	if err != nil {
 		return nil, fmt.Errorf("generator producer: %w", err)
 	}
@@ -161,3 +155,14 @@ func (g *Generator) Run(ctx context.Context) error {
 // Produced returns how many records of each kind were handed to the producer. Call it after Run
 // returned.
 func (g *Generator) Produced() map[Kind]int { return g.produced }
+
+// newProducer returns the idempotent producer of the demo's feeders.
+func newProducer(brokers string) (*kafka.Producer, error) {
+	return kafka.NewProducer(&kafka.ConfigMap{
+		"bootstrap.servers":  brokers,
+		"acks":               "all",
+		"enable.idempotence": true,
+		"linger.ms":          5,
+		"log_level":          3,
+	})
+}
