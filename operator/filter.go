@@ -70,7 +70,7 @@ func Repeatable(param string) bool {
 // is an *InputError naming the parameter at fault.
 func ParseFilter(v url.Values) (store.Filter, error) {
 	var f store.Filter
-	for _, s := range splitValues(v[ParamState]) {
+	for _, s := range SplitValues(v[ParamState]) {
 		st := store.State(strings.ToUpper(s))
 		if !st.Valid() {
 			return store.Filter{}, invalid(ParamState, "%q is not a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)", clip.Text(s, clip.Default))
@@ -79,7 +79,7 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 			f.States = append(f.States, st)
 		}
 	}
-	for _, s := range splitValues(v[ParamTemporality]) {
+	for _, s := range SplitValues(v[ParamTemporality]) {
 		t := avro.Temporality(strings.ToUpper(s))
 		if !t.Valid() {
 			return store.Filter{}, invalid(ParamTemporality, "%q is not a temporality (TEMPORARY, PERMANENT, UNKNOWN)", clip.Text(s, clip.Default))
@@ -88,7 +88,7 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 			f.Temporalities = append(f.Temporalities, t)
 		}
 	}
-	for _, s := range splitValues(v[ParamSourceFormat]) {
+	for _, s := range SplitValues(v[ParamSourceFormat]) {
 		sf := store.SourceFormat(strings.ToLower(s))
 		if !sf.Valid() {
 			return store.Filter{}, invalid(ParamSourceFormat, "%q is not a source format (mpfe, spring, connect, streams, raw)", clip.Text(s, clip.Default))
@@ -197,8 +197,8 @@ func textOrBase64(v url.Values, param, b64param string) ([]byte, error) {
 	return nil, nil
 }
 
-// splitValues splits comma-separated values and drops empty ones.
-func splitValues(vs []string) []string {
+// SplitValues splits repeated, comma-separated values (a list parameter) and drops empty ones.
+func SplitValues(vs []string) []string {
 	var out []string
 	for _, v := range vs {
 		for _, p := range strings.Split(v, ",") {

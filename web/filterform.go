@@ -90,13 +90,13 @@ func formFromValues(v url.Values) filterForm {
 		From:            formTime(v.Get(operator.ParamCreatedFrom)),
 		To:              formTime(v.Get(operator.ParamCreatedTo)),
 	}
-	for _, s := range splitList(v[operator.ParamState]) {
+	for _, s := range operator.SplitValues(v[operator.ParamState]) {
 		ff.States[store.State(strings.ToUpper(s))] = true
 	}
-	for _, t := range splitList(v[operator.ParamTemporality]) {
+	for _, t := range operator.SplitValues(v[operator.ParamTemporality]) {
 		ff.Temporalities[avro.Temporality(strings.ToUpper(t))] = true
 	}
-	for _, sf := range splitList(v[operator.ParamSourceFormat]) {
+	for _, sf := range operator.SplitValues(v[operator.ParamSourceFormat]) {
 		ff.SourceFormats[store.SourceFormat(strings.ToLower(sf))] = true
 	}
 	for _, p := range advancedParams {
@@ -105,19 +105,6 @@ func formFromValues(v url.Values) filterForm {
 		}
 	}
 	return ff
-}
-
-// splitList splits repeated, comma-separated values.
-func splitList(vs []string) []string {
-	var out []string
-	for _, v := range vs {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
 }
 
 // formTime writes a time parameter for a datetime-local field, which takes UTC without a
