@@ -322,20 +322,25 @@ func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason str
 	}
 	out := make([]ItemOutcome, len(res.Items))
 	for i, it := range res.Items {
-		o := ItemOutcome{ID: it.ID, Before: it.State, After: it.State, Detail: it.Error}
-		switch it.Outcome {
-		case resend.OutcomeResent:
-			o.Outcome, o.After = OutcomeResent, store.StateResent
-		case resend.OutcomeNotFound:
-			o.Outcome = OutcomeNotFound
-		case resend.OutcomeConflict:
-			o.Outcome = OutcomeConflict
-		default:
-			o.Outcome = OutcomeFailed
-		}
-		out[i] = o
+		out[i] = resendOutcome(it)
 	}
 	return out, nil
+}
+
+// resendOutcome is the outcome of one manual resend.
+func resendOutcome(it resend.ItemResult) ItemOutcome {
+	o := ItemOutcome{ID: it.ID, Before: it.State, After: it.State, Detail: it.Error}
+	switch it.Outcome {
+	case resend.OutcomeResent:
+		o.Outcome, o.After = OutcomeResent, store.StateResent
+	case resend.OutcomeNotFound:
+		o.Outcome = OutcomeNotFound
+	case resend.OutcomeConflict:
+		o.Outcome = OutcomeConflict
+	default:
+		o.Outcome = OutcomeFailed
+	}
+	return o
 }
 
 // close closes ids (at most store.MaxCloseIDs).

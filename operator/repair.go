@@ -120,17 +120,8 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 	if errors.Is(err, resend.ErrClosed) {
 		err = fmt.Errorf("%w: the resender is shutting down", ErrUnavailable)
 	}
-	outcome := ItemOutcome{ID: d.ID, Before: res.State, After: res.State, Detail: res.Error}
-	switch res.Outcome {
-	case resend.OutcomeResent:
-		outcome.Outcome, outcome.After = OutcomeResent, store.StateResent
-	case resend.OutcomeConflict:
-		outcome.Outcome = OutcomeConflict
-	case resend.OutcomeNotFound:
-		outcome.Outcome = OutcomeNotFound
-	default:
-		outcome.Outcome = OutcomeFailed
-	}
+	outcome := resendOutcome(res)
+	outcome.ID = d.ID
 	if serr := c.store.SettleRevision(context.WithoutCancel(actx), rev.ID, string(outcome.Outcome), outcome.Detail, c.cfg.Now()); serr != nil {
 		c.log.Error("operator: recording a revision's outcome failed", "revision", rev.ID, "error", serr)
 	}
