@@ -173,11 +173,13 @@ type JobView struct {
 	Rate float64
 	// ETA is when the job should be done at that rate; nil when unknown or finished.
 	ETA *time.Time
+	// PreviewExpired says a preview's token can no longer start it.
+	PreviewExpired bool
 }
 
 // newJobView computes the progress of j at now.
 func newJobView(j *store.Job, now time.Time) *JobView {
-	v := &JobView{Job: j}
+	v := &JobView{Job: j, PreviewExpired: j.State == store.JobPreview && now.After(j.PreviewExpiresAt)}
 	acted := j.Done + j.Skipped + j.Failed
 	if j.StartedAt != nil && acted > 0 {
 		end := now

@@ -542,11 +542,12 @@ func TestJobRetryResends(t *testing.T) {
 // A preview whose token expired says so on the list and on its page.
 func TestJobPreviewExpired(t *testing.T) {
 	t.Parallel()
-	f := newJobsFixtureWith(t, fixtureOptions{}, func() time.Time { return time.Now().Add(operator.DefaultPreviewTTL + time.Minute) })
+	f := newJobsFixture(t)
 	op := f.client()
 	op.login(operatorToken)
 	tok := op.csrf("/jobs")
 	id, _, _ := op.preview(url.Values{"csrf": {tok}, "action": {"close"}, "id": {f.ids[0].String()}, "reason": {"r"}})
+	f.exec(`UPDATE jobs SET preview_expires_at = now() - interval '1 minute' WHERE id = $1`, id)
 	_, body := op.do("GET", "/jobs", nil)
 	jobPageHas(t, "the list", body, `PREVIEW</span> <span class="note">expired</span>`)
 	_, body = op.do("GET", "/jobs/"+id.String(), nil)
