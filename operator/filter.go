@@ -69,33 +69,18 @@ func Repeatable(param string) bool {
 // that are not filter parameters are ignored (the caller checks for unknown ones); the error
 // is an *InputError naming the parameter at fault.
 func ParseFilter(v url.Values) (store.Filter, error) {
-	var f store.Filter
-	for _, s := range SplitValues(v[ParamState]) {
-		st := store.State(strings.ToUpper(s))
-		if !st.Valid() {
-			return store.Filter{}, invalid(ParamState, "%q is not a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)", clip.Text(s, clip.Default))
-		}
-		if !slices.Contains(f.States, st) {
-			f.States = append(f.States, st)
-		}
+	var (
+		f   store.Filter
+		err error
+	)
+	if f.States, err = parseEnums(v[ParamState], ParamState, strings.ToUpper, store.State.Valid, "a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)"); err != nil {
+		return store.Filter{}, err
 	}
-	for _, s := range SplitValues(v[ParamTemporality]) {
-		t := avro.Temporality(strings.ToUpper(s))
-		if !t.Valid() {
-			return store.Filter{}, invalid(ParamTemporality, "%q is not a temporality (TEMPORARY, PERMANENT, UNKNOWN)", clip.Text(s, clip.Default))
-		}
-		if !slices.Contains(f.Temporalities, t) {
-			f.Temporalities = append(f.Temporalities, t)
-		}
+	if f.Temporalities, err = parseEnums(v[ParamTemporality], ParamTemporality, strings.ToUpper, avro.Temporality.Valid, "a temporality (TEMPORARY, PERMANENT, UNKNOWN)"); err != nil {
+		return store.Filter{}, err
 	}
-	for _, s := range SplitValues(v[ParamSourceFormat]) {
-		sf := store.SourceFormat(strings.ToLower(s))
-		if !sf.Valid() {
-			return store.Filter{}, invalid(ParamSourceFormat, "%q is not a source format (mpfe, spring, connect, streams, raw)", clip.Text(s, clip.Default))
-		}
-		if !slices.Contains(f.SourceFormats, sf) {
-			f.SourceFormats = append(f.SourceFormats, sf)
-		}
+	if f.SourceFormats, err = parseEnums(v[ParamSourceFormat], ParamSourceFormat, strings.ToLower, store.SourceFormat.Valid, "a source format (mpfe, spring, connect, streams, raw)"); err != nil {
+		return store.Filter{}, err
 	}
 	f.SourceTopic = strings.TrimSpace(v.Get(ParamSourceTopic))
 	for _, p := range []struct {
@@ -130,7 +115,6 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 		}
 		f.Key = b
 	}
-	var err error
 	if f.KeyPrefix, err = textOrBase64(v, ParamKeyPrefix, ParamKeyPrefixB64); err != nil {
 		return store.Filter{}, err
 	}
@@ -195,6 +179,22 @@ func textOrBase64(v url.Values, param, b64param string) ([]byte, error) {
 		return b, nil
 	}
 	return nil, nil
+}
+
+// parseEnums reads the distinct values of a list parameter, each normalised by norm, naming the
+// first that is not what (valid reports which are).
+func parseEnums[T ~string](vs []string, param string, norm func(string) string, valid func(T) bool, what string) ([]T, error) {
+	var out []T
+	for _, s := range SplitValues(vs) {
+		x := T(norm(s))
+		if !valid(x) {
+			return nil, invalid(param, "%q is not %s", clip.Text(s, clip.Default), what)
+		}
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
 }
 
 // SplitValues splits repeated, comma-separated values (a list parameter) and drops empty ones.
