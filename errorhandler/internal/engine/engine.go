@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,7 @@ type Engine[K, V any] struct {
 	control chan releaseRequest
 	dirty   atomic.Bool   // a partition's pause state may need to change
 	ackCh   chan struct{} // notified when an MPFE outcome is final
+	drained chan struct{} // notified when a worker drained its queue to half (see Flush)
 
 	sig *runnerSignals
 
@@ -90,6 +92,7 @@ func New[K, V any](cfg eh.Config[K, V]) (*Engine[K, V], error) {
 		stopped:  make(chan struct{}),
 		control:  make(chan releaseRequest),
 		ackCh:    make(chan struct{}, 1),
+		drained:  make(chan struct{}, 1),
 		parts:    map[TP]*partition{},
 	}
 	e.sig = &runnerSignals{dirty: &e.dirty, wake: make(chan struct{}, 1), ackCh: e.ackCh, blocked: met.blocked, clock: cfg.Clock}
@@ -145,7 +148,14 @@ func (e *Engine[K, V]) Dispatch(msg *eh.Message) {
 
 // Flush hands the staged records to the workers; a halted partition's are dropped (they are
 // fetched again after its release).
+//
+// A partition whose queue reached MaxBuffered is given flowGrace to drain to half before it is
+// paused: pausing makes the client drop what it fetched for the partition and fetch it again,
+// so a worker that is only briefly behind (it shares the CPU with the client's decoding) must
+// not cost a refetch; a partition whose worker is really stuck (a slow handler, a long in-place
+// backoff) is paused, and the others go on.
 func (e *Engine[K, V]) Flush() {
+	var over []*partition
 	for i, p := range e.staged {
 		e.staged[i] = nil
 		p.staged = false
@@ -156,19 +166,67 @@ func (e *Engine[K, V]) Flush() {
 				p.queue = append(p.queue, item{msg: m, epoch: ep})
 			}
 		}
-		queued := len(p.queue)
+		if len(p.queue) >= e.cfg.MaxBuffered && !p.flowPaused {
+			// Under p.mu: the worker reads the queue's length under it before it clears
+			// flowWaiting, so it cannot miss this.
+			p.flowWaiting.Store(true)
+			over = append(over, p)
+		}
 		p.mu.Unlock()
 		clear(p.stage)
 		p.stage = p.stage[:0]
 		p.wake()
-		if queued >= e.cfg.MaxBuffered && !p.flowPaused {
+	}
+	handed := len(e.staged) > 0
+	e.staged = e.staged[:0]
+	if !handed {
+		return
+	}
+	// Let the workers run now rather than at the next preemption: the poll loop would
+	// otherwise hand over poll after poll while a woken worker waits for a CPU.
+	runtime.Gosched()
+	if len(over) == 0 {
+		return
+	}
+	e.awaitDrain(over)
+	for _, p := range over {
+		if p.flowWaiting.Load() {
 			p.flowPaused = true
-			p.flowWaiting.Store(true)
 			e.flows++
 			e.dirty.Store(true)
 		}
 	}
-	e.staged = e.staged[:0]
+}
+
+// flowGrace is how long Flush waits for a partition whose queue reached MaxBuffered to drain
+// to half before it pauses the partition.
+const flowGrace = 50 * time.Millisecond
+
+// awaitDrain waits at most flowGrace until the workers of over drained their queues to half
+// (each clears its flowWaiting).
+func (e *Engine[K, V]) awaitDrain(over []*partition) {
+	var timer *time.Timer
+	for {
+		waiting := false
+		for _, p := range over {
+			if p.flowWaiting.Load() && !p.stopping.Load() {
+				waiting = true
+				break
+			}
+		}
+		if !waiting {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(flowGrace)
+			defer timer.Stop()
+		}
+		select {
+		case <-e.drained:
+		case <-timer.C:
+			return
+		}
+	}
 }
 
 // Wake is signalled when the poll loop should run Tick before its poll times out: a partition

@@ -43,7 +43,8 @@ type partition struct {
 	epoch       atomic.Uint64
 	consecutive atomic.Int64
 	stopping    atomic.Bool
-	// flowWaiting is set while the partition is paused for flow control: the worker wakes
+	// flowWaiting is set when the partition's queue reached MaxBuffered, and while it is then
+	// paused for flow control (see Engine.Flush): the worker wakes
 	// the poll loop when it has drained its queue to half.
 	flowWaiting atomic.Bool
 

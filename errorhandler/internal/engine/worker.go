@@ -58,6 +58,10 @@ func (e *Engine[K, V]) work(p *partition) {
 		queued := len(p.queue)
 		p.mu.Unlock()
 		if queued <= e.cfg.MaxBuffered/2 && p.flowWaiting.CompareAndSwap(true, false) {
+			select {
+			case e.drained <- struct{}{}:
+			default:
+			}
 			e.sig.markDirty()
 		}
 	}
