@@ -1,10 +1,10 @@
 package errorhandler
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/errchain"
 )
 
 // Phase names the step in which a record failed.
@@ -71,8 +71,8 @@ func Classify(err error, code string, t avro.Temporality) error {
 // ClassificationOf returns the classification carried by the first Classified error in err's
 // chain, and whether there was one.
 func ClassificationOf(err error) (Classification, bool) {
-	var c Classified
-	if !errors.As(err, &c) {
+	c, ok := errchain.As[Classified](err)
+	if !ok {
 		return Classification{}, false
 	}
 	return Classification{Code: c.ErrorCode(), Temporality: c.Temporality()}, true
@@ -85,11 +85,10 @@ func ClassificationOf(err error) (Classification, bool) {
 // replaced by the phase's default.
 func DefaultClassification(phase Phase, err error) Classification {
 	def := Classification{Code: avro.CodeUnknownException, Temporality: avro.Unknown}
-	var pe *PanicError
 	switch {
 	case phase == PhaseDecode:
 		def = Classification{Code: avro.CodeDeserializationFailed, Temporality: avro.Permanent}
-	case errors.As(err, &pe):
+	case isPanic(err):
 		def = Classification{Code: CodePanic, Temporality: avro.Unknown}
 	}
 	c, ok := ClassificationOf(err)
@@ -97,6 +96,11 @@ func DefaultClassification(phase Phase, err error) Classification {
 		return def
 	}
 	return c.orDefault(def)
+}
+
+func isPanic(err error) bool {
+	_, ok := errchain.As[*PanicError](err)
+	return ok
 }
 
 // orDefault fills an empty code or an invalid temporality from def.

@@ -3,9 +3,7 @@ package errorhandler
 import (
 	"crypto/sha1"
 	"encoding/binary"
-	"hash"
 	"strconv"
-	"sync"
 
 	"github.com/google/uuid"
 
@@ -28,34 +26,22 @@ var identityNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.c
 // that fails again is a new failure with its own id. The timestamp keeps records apart when a
 // topic was deleted and created again and offsets start over.
 func IdempotenceID(group string, msg *Message) string {
-	h := sha1Pool.Get().(*identityHash)
-	defer sha1Pool.Put(h)
-	h.h.Reset()
-	h.h.Write(identityNamespace[:])
 	origin, _ := msg.HeaderValue(avro.HeaderOrigin)
-	b := h.buf[:0]
+	var buf [256]byte // the name; on the stack unless it is longer
+	b := append(buf[:0], identityNamespace[:]...)
 	b = appendField(b, group)
 	b = appendField(b, msg.Topic)
 	b = binary.BigEndian.AppendUint32(b, uint32(msg.Partition))
 	b = binary.BigEndian.AppendUint64(b, uint64(msg.Offset))
 	b = binary.BigEndian.AppendUint64(b, uint64(msg.Timestamp.UnixMilli()))
 	b = appendField(b, string(origin))
-	h.h.Write(b)
-	h.buf = b[:0]
-	var sum [sha1.Size]byte
+	sum := sha1.Sum(b)
 	var u uuid.UUID
-	copy(u[:], h.h.Sum(sum[:0]))
+	copy(u[:], sum[:])
 	u[6] = u[6]&0x0f | 0x50 // version 5
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
 	return u.String()
 }
-
-type identityHash struct {
-	h   hash.Hash
-	buf []byte
-}
-
-var sha1Pool = sync.Pool{New: func() any { return &identityHash{h: sha1.New(), buf: make([]byte, 0, 256)} }}
 
 func appendField(b []byte, s string) []byte {
 	b = strconv.AppendInt(b, int64(len(s)), 10)

@@ -1,6 +1,7 @@
 package errorhandler_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,22 @@ func TestIdempotenceIDIsDeterministic(t *testing.T) {
 	m1.Topic, m2.Topic = "c", "bc"
 	if eh.IdempotenceID("ab", &m1) == eh.IdempotenceID("a", &m2) {
 		t.Error("field boundaries are ambiguous")
+	}
+}
+
+// TestIdempotenceIDIsStable pins two identities: a change of the derivation would give a
+// record dead-lettered again after an upgrade a new id, and the service would store it twice.
+func TestIdempotenceIDIsStable(t *testing.T) {
+	m := &eh.Message{Topic: "orders", Partition: 3, Offset: 42, Timestamp: time.UnixMilli(1700000000000),
+		Headers: []eh.Header{{Key: "redrive-origin", Value: []byte("abc")}}}
+	if got, want := eh.IdempotenceID("g1", m), "c4372390-2c07-5252-94e3-6a7c98a92800"; got != want {
+		t.Errorf("IdempotenceID = %s, want %s", got, want)
+	}
+	if got, want := eh.IdempotenceID("", &eh.Message{}), "7d784792-ed16-5a7f-8cd5-f7c9e5f7e9e9"; got != want {
+		t.Errorf("IdempotenceID of the zero message = %s, want %s", got, want)
+	}
+	long := &eh.Message{Topic: strings.Repeat("t", 300), Offset: 1}
+	if a, b := eh.IdempotenceID(strings.Repeat("g", 300), long), eh.IdempotenceID(strings.Repeat("g", 300), long); a != b {
+		t.Errorf("a long name gives %s then %s", a, b)
 	}
 }

@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"bufio"
 	"context"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -45,8 +42,6 @@ type DeadLetterer struct {
 	codec *avro.Codec
 	met   *Metrics
 	log   *slog.Logger
-	idsMu sync.Mutex
-	ids   io.Reader
 
 	headMu  sync.Mutex
 	evHead  []byte
@@ -85,7 +80,6 @@ func NewDeadLetterer(cfg errorhandler.DeadLetterConfig, newProducer NewProducerF
 		codec:    codec,
 		met:      met,
 		log:      cfg.Logger.With("component", "redrive.errorhandler.deadletter", "error_topic", cfg.ErrorTopic),
-		ids:      bufio.NewReaderSize(crand.Reader, 4096),
 		throttle: newThrottle(5*time.Second, cfg.Clock),
 		idle:     make(chan struct{}),
 	}

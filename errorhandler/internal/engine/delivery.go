@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/internal/errchain"
 )
 
 // Delivery reports the outcome of one published MPFE.
@@ -53,8 +54,7 @@ func (d *Delivery) IdempotenceID() string { return d.job.ev.Identity.Idempotence
 // committing msg's offset. msg's bytes must not be modified until the Delivery is done.
 func (d *DeadLetterer) Publish(ctx context.Context, msg *errorhandler.Message, err error) *Delivery {
 	phase := errorhandler.PhaseProcess
-	var de *errorhandler.DecodeError
-	if errors.As(err, &de) {
+	if _, ok := errchain.As[*errorhandler.DecodeError](err); ok {
 		phase = errorhandler.PhaseDecode
 	}
 	del := &Delivery{done: make(chan struct{})}

@@ -3,7 +3,6 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/internal/errchain"
 )
 
 // Phase is errorhandler.Phase.
@@ -68,14 +68,16 @@ func fillEvent(ev *avro.Event, meta *avro.Metadata, p *eventParams) string {
 	// carries redrive's own entries (a tombstone marker, the in-place attempts): then the map
 	// is built here, once, with those entries added.
 	*meta = avro.Metadata{}
-	setOpt(&meta.EventID, info.ID)
-	setOpt(&meta.IdempotenceID, info.IdempotenceID)
-	setOpt(&meta.System, info.System)
-	setOpt(&meta.Service, info.Service)
-	setOpt(&meta.MessageTypeName, info.Type)
-	setOpt(&meta.MessageTypeVersion, info.Version)
-	if !info.Created.IsZero() {
-		meta.Created = avro.Ptr(info.Created.UTC().Truncate(time.Millisecond))
+	if info != (errorhandler.MessageInfo{}) { // setOpt's copy of each text is on the heap
+		setOpt(&meta.EventID, info.ID)
+		setOpt(&meta.IdempotenceID, info.IdempotenceID)
+		setOpt(&meta.System, info.System)
+		setOpt(&meta.Service, info.Service)
+		setOpt(&meta.MessageTypeName, info.Type)
+		setOpt(&meta.MessageTypeVersion, info.Version)
+		if !info.Created.IsZero() {
+			meta.Created = avro.Ptr(info.Created.UTC().Truncate(time.Millisecond))
+		}
 	}
 	if msg.Value == nil || p.inPlaceAttempts > 0 {
 		meta.Headers = headerMap(msg.Headers)
@@ -127,6 +129,11 @@ func setOpt(dst **string, v string) {
 	}
 }
 
+func isPanic(err error) bool {
+	_, ok := errchain.As[*errorhandler.PanicError](err)
+	return ok
+}
+
 func errorMessage(err error) string {
 	if err == nil {
 		return "unknown error"
@@ -136,13 +143,12 @@ func errorMessage(err error) string {
 
 // description returns the MPFE's errorDescription. The texts are few and shared between events.
 func description(f failure) *string {
-	var pe *errorhandler.PanicError
-	var de *errorhandler.DecodeError
 	var what string
+	if de, ok := errchain.As[*errorhandler.DecodeError](f.err); ok {
+		return sharedText(string(f.phase), " phase: the record's ", string(de.Part), " could not be decoded")
+	}
 	switch {
-	case errors.As(f.err, &de):
-		what = "the record's " + string(de.Part) + " could not be decoded"
-	case errors.As(f.err, &pe):
+	case isPanic(f.err):
 		what = "the handler panicked"
 	case f.phase == errorhandler.PhaseDecode:
 		what = "the record could not be decoded"
