@@ -17,8 +17,9 @@ import (
 
 // Producer is an adapter's MPFE producer (acks=all, idempotent).
 type Producer interface {
-	// Produce hands one MPFE to the client, to the error topic. It must not keep key or value
-	// after it returns. When it returns nil, the outcome is reported exactly once to the
+	// Produce hands one MPFE to the client, to the error topic. key and value stay unchanged
+	// until the outcome is reported (the client may send them without a copy). When it
+	// returns nil, the outcome is reported exactly once to the
 	// report function the Producer was built with; an error means the attempt failed.
 	Produce(j *Job, key, value []byte) error
 	// Purge drops the MPFEs not yet acknowledged; each is reported as failed.
@@ -154,16 +155,18 @@ func (d *DeadLetterer) attempt(j *Job) {
 		d.finish(j, d.giveUpErr(j))
 		return
 	}
-	// The producer does not keep key and value (see Producer), so the encoding buffer is
-	// reused as soon as Produce returns; a retry encodes the same event again.
-	bp := encodeBufs.Get().(*[]byte)
-	defer putEncodeBuf(bp)
-	buf, keyAt, err := d.encode((*bp)[:0], j)
-	if err != nil {
-		d.retry(j, err)
-		return
+	// The event is encoded once, into a buffer of its own that the producer may send as it
+	// is; a retry sends the same bytes. Encoding fails only when the framing cannot be
+	// known yet (a schema registry that does not answer): then the next attempt tries again.
+	if j.buf == nil {
+		buf, keyAt, err := d.encode(make([]byte, 0, encodedSizeHint(j)), j)
+		if err != nil {
+			d.retry(j, err)
+			return
+		}
+		j.buf, j.keyAt = buf, keyAt
 	}
-	*bp = buf
+	buf, keyAt := j.buf, j.keyAt
 	// Once Produce succeeded, j belongs to the producer's report: nothing below touches it.
 	if err := d.prod.Produce(j, buf[keyAt:], buf[:keyAt:keyAt]); err != nil {
 		d.retry(j, fmt.Errorf("produce: %w", err))
@@ -196,6 +199,21 @@ func (d *DeadLetterer) encode(b []byte, j *Job) (out []byte, keyAt int, err erro
 	keyAt = len(b)
 	b = avro.AppendKey(append(b, keyHead...), avro.Key{Key: j.key})
 	return b, keyAt, nil
+}
+
+// encodedSizeHint returns a capacity that holds j's framed event and key in most cases: its
+// variable parts plus room for the fixed fields, ids and length prefixes.
+func encodedSizeHint(j *Job) int {
+	p := &j.ev.Payload
+	n := 512 + len(p.OriginalMessage) + len(p.OriginalKey) + len(p.ErrorMessage) + len(j.key) +
+		len(j.ev.References.Message.TopicName)
+	if p.StackTrace != nil {
+		n += len(*p.StackTrace)
+	}
+	for _, h := range j.msg.Headers {
+		n += 2 * (len(h.Key) + len(h.Value) + 4) // the map entry and the ordered list
+	}
+	return n
 }
 
 // heads returns the framing prefixes of events and keys on the error topic, as the avro codec

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +31,10 @@ type Job struct {
 	meta avro.Metadata
 	key  string
 	sink jobSink
+
+	// buf is the framed event followed by the framed key (from keyAt), once encoded.
+	buf   []byte
+	keyAt int
 
 	prev, next *Job // under DeadLetterer.mu: the jobs not finished yet
 
@@ -93,18 +96,4 @@ func encodeUUID(dst, u []byte) {
 	hex.Encode(dst[19:23], u[8:10])
 	dst[23] = '-'
 	hex.Encode(dst[24:], u[10:])
-}
-
-// encodeBufs holds buffers for encoding MPFEs; buffers above maxPooledBuf are not kept.
-var encodeBufs = sync.Pool{New: func() any {
-	b := make([]byte, 0, 4096)
-	return &b
-}}
-
-const maxPooledBuf = 64 << 10
-
-func putEncodeBuf(bp *[]byte) {
-	if cap(*bp) <= maxPooledBuf {
-		encodeBufs.Put(bp)
-	}
 }
