@@ -322,7 +322,7 @@ func benchRunner(b *testing.B, k *testkit.Cluster, client, topic string, n int, 
 // benchFranzCeiling is the Kafka work of the dead-letter path without the middleware: the
 // plain poll loop, producing for each record a ready-made MPFE of the size the middleware
 // writes (its event id changed per record) with the MPFE producer's settings (acks=all,
-// idempotence, lz4, linger 20ms), until every record is acknowledged. No dead-letter path
+// idempotence, snappy, linger 20ms), until every record is acknowledged. No dead-letter path
 // on this client and broker can be faster.
 func benchFranzCeiling(b *testing.B, k *testkit.Cluster, topic string, n int, group string) time.Duration {
 	template, key := ceilingEvent(b, topic)
@@ -338,7 +338,7 @@ func benchFranzCeiling(b *testing.B, k *testkit.Cluster, topic string, n int, gr
 	}
 	defer cl.Close()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...),
-		kgo.ProducerLinger(20*time.Millisecond), kgo.ProducerBatchCompression(kgo.Lz4Compression()),
+		kgo.ProducerLinger(20*time.Millisecond), kgo.ProducerBatchCompression(kgo.SnappyCompression()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(30*time.Second))
 	if err != nil {
 		b.Fatal(err)
