@@ -23,6 +23,8 @@ const (
 	pollTimeout = 100 * time.Millisecond
 	// burstSize is how many records are polled before they are handed to the workers.
 	burstSize = 512
+	// closeTimeout bounds the consumer's close at the end of Run, after the final commit.
+	closeTimeout = 10 * time.Second
 )
 
 // Runner is a complete consumer on confluent-kafka-go: it owns the poll loop, rebalances,
@@ -96,7 +98,11 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 		r.e.Tick(cons)
 	}
 	err = r.e.Shutdown(cons)
-	if cerr := c.Close(); cerr != nil {
+	// The final offsets are committed: a close that hangs (librdkafka can, while it hands a
+	// pending assignment over) loses nothing, so Run does not wait for it for ever.
+	if cerr := kafkalog.CloseConsumer(c, closeTimeout); errors.Is(cerr, kafkalog.ErrCloseTimeout) {
+		r.e.Logger().Warn("consumer close did not finish; leaving it to the process exit", "error", cerr)
+	} else if cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close consumer: %w", cerr))
 	}
 	r.e.Logger().Info("consumer stopped")
