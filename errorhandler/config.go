@@ -195,8 +195,9 @@ type Config[K, V any] struct {
 	// Concurrency is how many partitions are handled at once; records of one partition are
 	// always handled in order. Defaults to GOMAXPROCS.
 	Concurrency int
-	// MaxBuffered is how many fetched records one partition may hold before it is paused until
-	// its handler catches up. Defaults to 10000.
+	// MaxBuffered is how many fetched records one partition may hold waiting for its worker
+	// before it is paused until its handler catches up (after a grace of 50 ms to drain to
+	// half, so that a worker briefly behind does not cost a refetch). Defaults to 10000.
 	MaxBuffered int
 	// CommitInterval is how often final offsets are committed. Defaults to 1s.
 	CommitInterval time.Duration
