@@ -139,7 +139,9 @@ func (e *Engine[K, V]) Dispatch(msg *eh.Message) {
 		return // fetched before a seek back
 	}
 	p.expect = off + 1
-	p.stage = append(p.stage, *msg)
+	// Stamped now: a halt (on the worker) bumps the epoch, and a release runs on the poll
+	// loop, never between Dispatch and Flush.
+	p.stage = append(p.stage, item{msg: *msg, epoch: p.epoch.Load()})
 	if !p.staged {
 		p.staged = true
 		e.staged = append(e.staged, p)
@@ -161,9 +163,16 @@ func (e *Engine[K, V]) Flush() {
 		p.staged = false
 		p.mu.Lock()
 		if p.halt == nil && !p.stopping.Load() {
-			ep := p.epoch.Load()
-			for _, m := range p.stage {
-				p.queue = append(p.queue, item{msg: m, epoch: ep})
+			if len(p.queue) == 0 {
+				// The worker took everything: hand the staged slice over as it is, and stage
+				// the next records in the queue's array, or in the one the worker set free
+				// (the arrays circulate: staged, queued, handled, spare).
+				p.queue, p.stage = p.stage, p.queue
+				if cap(p.stage) == 0 {
+					p.stage, p.free = p.free, nil
+				}
+			} else {
+				p.queue = append(p.queue, p.stage...)
 			}
 		}
 		if len(p.queue) >= e.cfg.MaxBuffered && !p.flowPaused {

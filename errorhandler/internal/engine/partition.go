@@ -51,6 +51,7 @@ type partition struct {
 	mu           sync.Mutex
 	queue        []item
 	spare        []item
+	free         []item // an array the worker is done with, for the poll loop's staging
 	halt         *haltState
 	track        offsetTracker
 	failingSlots int // in-flight MPFEs whose last attempt failed: the partition waits
@@ -66,7 +67,7 @@ type partition struct {
 	cancel context.CancelFunc
 
 	// Owned by the poll loop.
-	stage      []errorhandler.Message
+	stage      []item
 	staged     bool
 	expect     int64 // next offset to queue; -1 before the first record
 	paused     bool

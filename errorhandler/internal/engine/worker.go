@@ -54,6 +54,8 @@ func (e *Engine[K, V]) work(p *partition) {
 		p.mu.Lock()
 		if p.spare == nil {
 			p.spare = batch[:0]
+		} else if p.free == nil {
+			p.free = batch[:0]
 		}
 		queued := len(p.queue)
 		p.mu.Unlock()
