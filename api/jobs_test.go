@@ -142,8 +142,10 @@ func TestNotificationsLogIsForAdmins(t *testing.T) {
 // its progress; bad input changes nothing.
 func TestReactivationAPI(t *testing.T) {
 	t.Parallel()
+	var st *store.Store
 	e := newEnv(t, func(s *setup) {
 		s.NoResender = true
+		st = s.Core.Store
 		s.Core.DeadLetterTopic = "redrive.dlt"
 		s.Core.Reactivate = func(ctx context.Context, r operator.ReactivateRequest) (*store.Reactivation, error) {
 			run, _, err := s.Core.Store.StartReactivation(ctx, store.StartReactivationParams{Topic: "redrive.dlt",
@@ -178,6 +180,40 @@ func TestReactivationAPI(t *testing.T) {
 	}
 	if r := e.do("GET", "/api/v1/dead-letters/reactivations/999", viewerToken, nil); r.status != 404 {
 		t.Errorf("unknown run = %d", r.status)
+	}
+	// Runs are paged, newest first.
+	if _, err := st.FinishReactivation(context.Background(), run.ID, store.ReactivationDone, ""); err != nil {
+		t.Fatal(err)
+	}
+	r = e.do("POST", "/api/v1/dead-letters/reactivations", adminToken, `{"up_to_now": true}`)
+	var run2 struct {
+		ID int64 `json:"id"`
+	}
+	r.json(t, &run2)
+	if r.status != 202 {
+		t.Fatalf("second run = %d %s", r.status, r.body)
+	}
+	type runPage struct {
+		Data []struct {
+			ID int64 `json:"id"`
+		} `json:"data"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	var p1, p2 runPage
+	r = e.do("GET", "/api/v1/dead-letters/reactivations?limit=1", viewerToken, nil)
+	r.json(t, &p1)
+	if len(p1.Data) != 1 || p1.Data[0].ID != run2.ID || p1.NextCursor == nil {
+		t.Fatalf("first page = %s", r.body)
+	}
+	r = e.do("GET", "/api/v1/dead-letters/reactivations?limit=1&cursor="+*p1.NextCursor, viewerToken, nil)
+	r.json(t, &p2)
+	if len(p2.Data) != 1 || p2.Data[0].ID != run.ID || p2.NextCursor != nil {
+		t.Fatalf("second page = %s", r.body)
+	}
+	for _, bad := range []string{"xyz", "AQ", "AXIAAAAAAAAAAA", "AWoAAAAAAAAAAQ"} {
+		if r := e.do("GET", "/api/v1/dead-letters/reactivations?cursor="+bad, viewerToken, nil); r.status != 400 || !strings.Contains(string(r.body), "cursor") {
+			t.Errorf("cursor %q = %d %s", bad, r.status, r.body)
+		}
 	}
 	none := newEnv(t, func(s *setup) { s.NoResender = true })
 	if r := none.do("POST", "/api/v1/dead-letters/reactivations", adminToken, `{"up_to_now": true}`); r.status != 503 {

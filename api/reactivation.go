@@ -65,7 +65,7 @@ func (a *api) reactivate(w http.ResponseWriter, r *http.Request) {
 
 // listReactivations serves GET /dead-letters/reactivations.
 func (a *api) listReactivations(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, []string{"limit"})
+	q, err := parseQuery(r, []string{"limit", "cursor"})
 	var limit int
 	if err == nil {
 		limit, err = parseLimit(q)
@@ -74,14 +74,17 @@ func (a *api) listReactivations(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	runs, err := a.core.Reactivations(r.Context(), limit)
+	runs, err := a.core.Reactivations(r.Context(), limit, q.Get("cursor"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	resp := page[reactivationJSON]{Data: make([]reactivationJSON, len(runs))}
-	for i := range runs {
-		resp.Data[i] = newReactivationJSON(&runs[i])
+	resp := page[reactivationJSON]{Data: make([]reactivationJSON, len(runs.Items))}
+	for i := range runs.Items {
+		resp.Data[i] = newReactivationJSON(&runs.Items[i])
+	}
+	if runs.Next != "" {
+		resp.NextCursor = &runs.Next
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -19,8 +19,10 @@ const (
 	cursorFailuresOld  = 'o' // failures, oldest first: created_at µs (8), id (16)
 	cursorGroups       = 'g' // groups: last_seen µs (8), id (8)
 	cursorJobs         = 'j' // jobs, newest first: created_at µs (8), id (16)
+	cursorRuns         = 'r' // reactivation runs, newest first: id (8)
 	failureCursorBytes = 2 + 8 + 16
 	groupCursorBytes   = 2 + 8 + 8
+	runCursorBytes     = 2 + 8
 
 	// A cursor's time lies between the years 1 and 9999, well inside PostgreSQL's range.
 	minCursorMicros = -62135596800000000
@@ -86,6 +88,27 @@ func decodeGroupCursor(s string) (*store.GroupPosition, error) {
 		return nil, invalid("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
 	}
 	return &store.GroupPosition{LastSeen: time.UnixMicro(micros).UTC(), ID: id}, nil
+}
+
+// encodeReactivationCursor returns the cursor of the reactivation page after the run id.
+func encodeReactivationCursor(id int64) string {
+	b := make([]byte, runCursorBytes)
+	b[0], b[1] = cursorVersion, cursorRuns
+	binary.BigEndian.PutUint64(b[2:], uint64(id))
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeReactivationCursor validates a reactivation cursor and returns its run id.
+func decodeReactivationCursor(s string) (int64, error) {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != runCursorBytes || b[0] != cursorVersion || b[1] != cursorRuns {
+		return 0, invalid("cursor", "not a reactivation list cursor of this API: pass next_cursor unchanged")
+	}
+	id := int64(binary.BigEndian.Uint64(b[2:]))
+	if id <= 0 {
+		return 0, invalid("cursor", "not a reactivation list cursor of this API: pass next_cursor unchanged")
+	}
+	return id, nil
 }
 
 // encodeJobCursor returns the cursor of the job page after p.

@@ -47,19 +47,41 @@ func (c *Core) Reactivate(ctx context.Context, req ReactivateRequest) (*store.Re
 	return run, err
 }
 
-// Reactivations returns the recent reactivation runs of the own dead-letter topic, newest
-// first.
-func (c *Core) Reactivations(ctx context.Context, limit int) ([]store.Reactivation, error) {
+// ReactivationPage is a page of reactivation runs, newest first.
+type ReactivationPage struct {
+	Items []store.Reactivation
+	// Next is the cursor of the next (older) page; empty on the last.
+	Next string
+}
+
+// Reactivations returns a page of the reactivation runs of the own dead-letter topic, newest
+// first: the first page when cursor is empty, else the page after the one whose Next it is.
+func (c *Core) Reactivations(ctx context.Context, limit int, cursor string) (*ReactivationPage, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {
 		return nil, err
 	}
+	var before int64
+	if cursor != "" {
+		if before, err = decodeReactivationCursor(cursor); err != nil {
+			return nil, err
+		}
+	}
+	page := &ReactivationPage{Items: []store.Reactivation{}}
 	if c.cfg.DeadLetterTopic == "" {
-		return nil, nil
+		return page, nil
 	}
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
-	return c.store.ListReactivations(ctx, c.cfg.DeadLetterTopic, limit)
+	runs, more, err := c.store.ListReactivations(ctx, c.cfg.DeadLetterTopic, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	page.Items = runs
+	if more && len(runs) > 0 {
+		page.Next = encodeReactivationCursor(runs[len(runs)-1].ID)
+	}
+	return page, nil
 }
 
 // ReactivationView is a reactivation run with its audit entries.

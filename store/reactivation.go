@@ -243,25 +243,30 @@ func (s *Store) ReactivationByID(ctx context.Context, id int64) (*Reactivation, 
 	return r, nil
 }
 
-// ListReactivations returns the runs of topic, newest first, at most limit.
-func (s *Store) ListReactivations(ctx context.Context, topic string, limit int) ([]Reactivation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+reactivationColumns+` FROM dlt_reactivations WHERE topic = $1 ORDER BY id DESC LIMIT $2`, topic, limit)
+// ListReactivations returns the runs of topic older than the run before (all when before is
+// 0), newest first, at most limit, and whether there are more.
+func (s *Store) ListReactivations(ctx context.Context, topic string, before int64, limit int) ([]Reactivation, bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+reactivationColumns+` FROM dlt_reactivations
+		WHERE topic = $1 AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, topic, before, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("list reactivations: %w", err)
+		return nil, false, fmt.Errorf("list reactivations: %w", err)
 	}
 	defer rows.Close()
 	out := []Reactivation{}
 	for rows.Next() {
 		r, err := scanReactivation(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list reactivations: %w", err)
+			return nil, false, fmt.Errorf("list reactivations: %w", err)
 		}
 		out = append(out, *r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list reactivations: %w", err)
+		return nil, false, fmt.Errorf("list reactivations: %w", err)
 	}
-	return out, nil
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
 }
 
 // ReactivationPositions returns the next offset per partition of topic where the next run

@@ -52,8 +52,17 @@ func TestStoreReactivationRuns(t *testing.T) {
 	if err != nil || fin.State != store.ReactivationFailed || *fin.Error != "boom" {
 		t.Errorf("finish = %+v, %v", fin, err)
 	}
-	runs, err := s.ListReactivations(ctx, "own.DLT", 10)
-	if err != nil || len(runs) != 2 || runs[0].ID != run2.ID {
-		t.Errorf("list = %+v, %v", runs, err)
+	runs, more, err := s.ListReactivations(ctx, "own.DLT", 0, 10)
+	if err != nil || len(runs) != 2 || runs[0].ID != run2.ID || more {
+		t.Errorf("list = %+v, %v, %v", runs, more, err)
+	}
+	// Paged one by one, newest first.
+	first, more, err := s.ListReactivations(ctx, "own.DLT", 0, 1)
+	if err != nil || len(first) != 1 || first[0].ID != run2.ID || !more {
+		t.Errorf("first page = %+v, %v, %v", first, more, err)
+	}
+	second, more, err := s.ListReactivations(ctx, "own.DLT", first[0].ID, 1)
+	if err != nil || len(second) != 1 || second[0].ID != run.ID || more {
+		t.Errorf("second page = %+v, %v, %v", second, more, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,8 @@ type reactivateForm struct {
 // deadLettersPage is the data of the list of runs.
 type deadLettersPage struct {
 	Runs []store.Reactivation
+	// Next and First are the addresses of the next (older) and the first page of runs.
+	Next, First string
 	// CanStart is true for an admin: the form of a new run shows.
 	CanStart bool
 	Form     reactivateForm
@@ -48,12 +51,19 @@ func (h *handler) getDeadLetters(w http.ResponseWriter, r *http.Request) {
 // deadLetters renders the list of runs with the form f and problem (why a start was refused)
 // when not empty.
 func (h *handler) deadLetters(w http.ResponseWriter, r *http.Request, status int, f reactivateForm, problem string) {
-	runs, err := h.core.Reactivations(r.Context(), h.cfg.PageSize)
+	cursor := r.URL.Query().Get(paramCursor)
+	runs, err := h.core.Reactivations(r.Context(), h.cfg.PageSize, cursor)
 	if err != nil {
-		h.serverError(w, r, "reactivations", err)
+		h.inputError(w, r, err, func(msg string) { h.renderError(w, r, http.StatusBadRequest, "This page address is not valid: "+msg) })
 		return
 	}
-	p := deadLettersPage{Runs: runs, CanStart: isAdmin(r), Form: f, Error: problem, MaxLimit: operator.MaxReactivateLimit}
+	p := deadLettersPage{Runs: runs.Items, CanStart: isAdmin(r), Form: f, Error: problem, MaxLimit: operator.MaxReactivateLimit}
+	if cursor != "" {
+		p.First = "/dead-letters"
+	}
+	if runs.Next != "" {
+		p.Next = "/dead-letters?" + url.Values{paramCursor: {runs.Next}}.Encode()
+	}
 	h.render(w, r, status, "deadletters", "Dead letters", p)
 }
 

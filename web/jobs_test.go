@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -482,11 +484,11 @@ func TestReactivationPage(t *testing.T) {
 	_, body = viewer.do("GET", "/dead-letters", nil)
 	jobPageHas(t, "the runs", body, `<a href="`+loc+`">`, "RUNNING", "ada")
 
-	runs, err := f.core.Reactivations(context.Background(), 10)
-	if err != nil || len(runs) != 1 {
+	runs, err := f.core.Reactivations(context.Background(), 10, "")
+	if err != nil || len(runs.Items) != 1 || runs.Next != "" {
 		t.Fatalf("runs %v %v", runs, err)
 	}
-	id := runs[0].ID
+	id := runs.Items[0].ID
 	if err := f.store.RecordReactivationStep(context.Background(), store.ReactivationStep{ID: id, Read: 40, Reingested: 30, Duplicates: 5, StillFailing: 5}); err != nil {
 		t.Fatal(err)
 	}
@@ -505,6 +507,31 @@ func TestReactivationPage(t *testing.T) {
 	jobPageHas(t, "a failed run's page", body, `data-running="false"`, "brokers silent ⟨U&#43;202E⟩", "dlt_reactivate_end")
 	if strings.Contains(body, "\u202e") {
 		t.Error("the run's page shows a bidirectional override raw")
+	}
+	// Three runs, two per page: the older one is a page further.
+	for range 2 {
+		resp, _ := admin.do("POST", "/dead-letters", url.Values{"csrf": {tok}, "scope": {"now"}})
+		next := resp.Header.Get("Location")
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("another run: %d", resp.StatusCode)
+		}
+		runID, _ := strconv.ParseInt(strings.TrimPrefix(next, "/dead-letters/"), 10, 64)
+		if _, err := f.store.FinishReactivation(context.Background(), runID, store.ReactivationDone, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body = viewer.do("GET", "/dead-letters", nil)
+	older := regexp.MustCompile(`<a href="(/dead-letters\?cursor=[^"]+)" rel="next" id="next-page">Older runs</a>`).FindStringSubmatch(body)
+	if older == nil || strings.Contains(body, `href="`+loc+`"`) {
+		t.Fatalf("the first page of runs has no link to older runs, or shows the oldest:\n%s", body)
+	}
+	_, body = viewer.do("GET", html.UnescapeString(older[1]), nil)
+	jobPageHas(t, "the older runs", body, `<a href="`+loc+`">`, `id="first-page"`)
+	if strings.Contains(body, `id="next-page"`) {
+		t.Error("the last page of runs links to a next one")
+	}
+	if resp, body := viewer.do("GET", "/dead-letters?cursor=nonsense", nil); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "not a reactivation list cursor") {
+		t.Errorf("a bad cursor: %d %s", resp.StatusCode, body)
 	}
 	for path, status := range map[string]int{"/dead-letters/0": 404, "/dead-letters/x": 404, "/dead-letters/999": 404, "/dead-letters/999/progress": 404} {
 		if resp, _ := viewer.do("GET", path, nil); resp.StatusCode != status {
