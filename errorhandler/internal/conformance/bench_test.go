@@ -200,6 +200,13 @@ var errBench = errors.New("order rejected")
 
 func benchFranzPlain(b *testing.B, k *testkit.Cluster, topic string, n int, group string) time.Duration {
 	start := time.Now()
+	franzPlainLoop(b, k, topic, n, group, start, nil)
+	return time.Since(start)
+}
+
+// franzPlainLoop consumes n records of topic in a plain kgo poll loop, decoding and handling
+// each inline, then calling then (when not nil) with it.
+func franzPlainLoop(b *testing.B, k *testkit.Cluster, topic string, n int, group string, start time.Time, then func(*kgo.Record)) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...), kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -217,13 +224,15 @@ func benchFranzPlain(b *testing.B, k *testkit.Cluster, topic string, n int, grou
 			if err := benchHandle(ctx, eh.Record[[]byte, []byte]{Value: v, Message: franz.Message(r)}); err != nil {
 				b.Fatal(err)
 			}
+			if then != nil {
+				then(r)
+			}
 			if got == 0 {
 				firstRecord = time.Since(start)
 			}
 			got++
 		})
 	}
-	return time.Since(start)
 }
 
 func benchConfluentPlain(b *testing.B, k *testkit.Cluster, topic string, n int, group string) time.Duration {
@@ -331,12 +340,6 @@ func benchFranzCeiling(b *testing.B, k *testkit.Cluster, topic string, n int, gr
 	keyIdemAt := bytes.Index(key, []byte(ceilingIdempotenceID))
 	rnd := rand.New(rand.NewPCG(1, 2))
 	start := time.Now()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...), kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...),
 		kgo.ProducerLinger(20*time.Millisecond), kgo.ProducerBatchCompression(kgo.SnappyCompression()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordDeliveryTimeout(30*time.Second))
@@ -345,36 +348,23 @@ func benchFranzCeiling(b *testing.B, k *testkit.Cluster, topic string, n int, gr
 	}
 	defer prod.Close()
 	ctx := context.Background()
-	var acked atomic.Int64
 	var failed atomic.Pointer[error]
-	for got := 0; got < n; {
-		fetches := cl.PollFetches(ctx)
-		fetches.EachRecord(func(r *kgo.Record) {
-			v, err := benchDecoder.Decode(topic, r.Value)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := benchHandle(ctx, eh.Record[[]byte, []byte]{Value: v, Message: franz.Message(r)}); err != nil {
-				b.Fatal(err)
-			}
-			// Each MPFE has its own event id and idempotence id (random and hash-like bytes
-			// compress as badly as in real events).
-			buf := make([]byte, len(key)+len(template))
-			copy(buf, key)
-			copy(buf[len(key):], template)
-			randomHex(rnd, buf[len(key)+eventAt:][:36])
-			randomHex(rnd, buf[len(key)+idemAt:][:36])
-			copy(buf[keyIdemAt:][:36], buf[len(key)+idemAt:][:36])
-			prod.Produce(ctx, &kgo.Record{Topic: "bench-err", Key: buf[:len(key):len(key)], Value: buf[len(key):]},
-				func(_ *kgo.Record, err error) {
-					if err != nil {
-						failed.CompareAndSwap(nil, &err)
-					}
-					acked.Add(1)
-				})
-			got++
-		})
-	}
+	franzPlainLoop(b, k, topic, n, group, start, func(*kgo.Record) {
+		// Each MPFE has its own event id and idempotence id (random and hash-like bytes
+		// compress as badly as in real events).
+		buf := make([]byte, len(key)+len(template))
+		copy(buf, key)
+		copy(buf[len(key):], template)
+		randomHex(rnd, buf[len(key)+eventAt:][:36])
+		randomHex(rnd, buf[len(key)+idemAt:][:36])
+		copy(buf[keyIdemAt:][:36], buf[len(key)+idemAt:][:36])
+		prod.Produce(ctx, &kgo.Record{Topic: "bench-err", Key: buf[:len(key):len(key)], Value: buf[len(key):]},
+			func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+			})
+	})
 	if err := prod.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
