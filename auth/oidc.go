@@ -312,6 +312,45 @@ func (o *OIDC) oauth2Config(p *oidc.Provider) *oauth2.Config {
 	}
 }
 
+// EndSessionURL returns the provider's address that ends the user's session there (OpenID
+// Connect RP-Initiated Logout 1.0: its end_session_endpoint with client_id and, when not
+// empty, post_logout_redirect_uri), or "" when the provider announces none. The UI sends the
+// browser there after it ended its own session, so that the next sign-in asks for credentials
+// again. Errors wrap ErrProviderUnavailable.
+func (o *OIDC) EndSessionURL(ctx context.Context, postLogoutRedirect string) (string, error) {
+	p, err := o.discover(ctx)
+	if err != nil {
+		return "", err
+	}
+	var meta struct {
+		EndSession string `json:"end_session_endpoint"`
+	}
+	if err := p.Claims(&meta); err != nil || meta.EndSession == "" {
+		return "", nil
+	}
+	u, err := url.Parse(meta.EndSession)
+	if err != nil || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) || u.Host == "" {
+		return "", fmt.Errorf("%w: its end_session_endpoint %q is not an https address", ErrProviderUnavailable, meta.EndSession)
+	}
+	q := u.Query()
+	q.Set("client_id", o.cfg.ClientID)
+	if postLogoutRedirect != "" {
+		q.Set("post_logout_redirect_uri", postLogoutRedirect)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// Origin returns the scheme and host of the UI's RedirectURL ("" without one): where the
+// provider sends the browser back.
+func (o *OIDC) Origin() string {
+	u, err := url.Parse(o.cfg.RedirectURL)
+	if err != nil || o.cfg.RedirectURL == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
 // AuthCodeURL returns the provider's authorization address for s (code flow, PKCE S256).
 func (o *OIDC) AuthCodeURL(ctx context.Context, s SignIn) (string, error) {
 	if o.cfg.RedirectURL == "" {

@@ -228,3 +228,28 @@ func TestOIDCConfigErrors(t *testing.T) {
 		t.Errorf("valid config: %v", err)
 	}
 }
+
+// The provider's end-session address carries the client and where to come back; a provider
+// that announces none gives "".
+func TestOIDCEndSessionURL(t *testing.T) {
+	p := testkit.NewOIDCProvider(t)
+	o := newOIDC(t, p, nil)
+	got, err := o.EndSessionURL(context.Background(), "https://redrive.example/login")
+	want := p.Issuer() + "/logout?client_id=" + p.ClientID + "&post_logout_redirect_uri=https%3A%2F%2Fredrive.example%2Flogin"
+	if err != nil || got != want {
+		t.Errorf("EndSessionURL = %q, %v; want %q", got, err, want)
+	}
+	if o.Origin() != "http://127.0.0.1:8080" {
+		t.Errorf("Origin = %q", o.Origin())
+	}
+	none := testkit.NewOIDCProvider(t)
+	none.WithoutEndSession()
+	if got, err := newOIDC(t, none, nil).EndSessionURL(context.Background(), ""); got != "" || err != nil {
+		t.Errorf("without an end_session_endpoint: %q, %v", got, err)
+	}
+	down := testkit.NewOIDCProvider(t)
+	down.SetDown(true)
+	if _, err := newOIDC(t, down, nil).EndSessionURL(context.Background(), ""); !errors.Is(err, auth.ErrProviderUnavailable) {
+		t.Errorf("provider down: %v", err)
+	}
+}

@@ -99,6 +99,22 @@ func (h *handler) oidcPrincipal(w http.ResponseWriter, r *http.Request) (auth.Pr
 		Method: auth.MethodOIDC}, true
 }
 
+// endSessionURL returns the provider's address that ends its session and sends the browser
+// back to the sign-in page, or "" when the provider has none or cannot be reached (the sign-out
+// here has happened anyway).
+func (h *handler) endSessionURL(r *http.Request) string {
+	back := ""
+	if origin := h.cfg.OIDC.Origin(); origin != "" {
+		back = origin + "/login"
+	}
+	end, err := h.cfg.OIDC.EndSessionURL(r.Context(), back)
+	if err != nil {
+		h.cfg.Logger.Warn("web: sign-out at the identity provider skipped", "error", err)
+		return ""
+	}
+	return end
+}
+
 // getOIDCLogin starts a sign-in: it keeps a new auth.SignIn in a sealed cookie and sends the
 // browser to the provider.
 func (h *handler) getOIDCLogin(w http.ResponseWriter, r *http.Request) {

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"html"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -193,12 +195,80 @@ func TestOIDCSignIn(t *testing.T) {
 		t.Fatalf("replayed callback: %d", resp.StatusCode)
 	}
 
-	resp, _ = c.do("POST", "/logout", url.Values{"csrf": {tok}})
-	if gone := cookieNamed(resp, oidcSessionCookie); resp.StatusCode != http.StatusSeeOther || gone == nil || gone.MaxAge >= 0 {
+	// Signing out ends the provider's session too (RP-initiated logout), which sends the
+	// browser back to the sign-in page.
+	resp, body = c.do("POST", "/logout", url.Values{"csrf": {tok}})
+	if gone := cookieNamed(resp, oidcSessionCookie); resp.StatusCode != http.StatusOK || gone == nil || gone.MaxAge >= 0 {
 		t.Fatalf("logout: %d, session cookie %+v", resp.StatusCode, gone)
+	}
+	// The page sends the browser on (a form's answer may not redirect to another site under
+	// form-action 'self'): a refresh and a link, both to the provider's end-session address.
+	link := regexp.MustCompile(`<a href="([^"]+)" id="provider-sign-out">Sign out at Testkit ID</a>`).FindStringSubmatch(body)
+	refresh := regexp.MustCompile(`<meta http-equiv="refresh" content="0; url=([^"]+)">`).FindStringSubmatch(body)
+	if link == nil || refresh == nil || html.UnescapeString(link[1]) != html.UnescapeString(refresh[1]) || strings.Contains(body, `id="principal"`) {
+		t.Fatalf("the signed-out page:\n%s", body)
+	}
+	end, err := url.Parse(html.UnescapeString(link[1]))
+	if err != nil || end.Scheme+"://"+end.Host+end.Path != f.provider.Issuer()+"/logout" ||
+		end.Query().Get("client_id") != f.provider.ClientID || end.Query().Get("post_logout_redirect_uri") != f.base+"/login" {
+		t.Fatalf("logout redirects to %q, want the provider's end-session endpoint", resp.Header.Get("Location"))
+	}
+	back, err := c.c.Get(end.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.Body.Close()
+	if back.StatusCode != http.StatusFound || back.Header.Get("Location") != f.base+"/login" {
+		t.Fatalf("the provider's sign-out answers %d, Location %q", back.StatusCode, back.Header.Get("Location"))
 	}
 	if resp, _ := c.do("GET", "/failures", nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("after logout: %d", resp.StatusCode)
+	}
+}
+
+// Signing out of a session that did not come from the provider, or with a provider that
+// announces no end-session endpoint or cannot be reached, ends the session here and goes to
+// the sign-in page.
+func TestOIDCLogoutWithoutProviderSession(t *testing.T) {
+	t.Parallel()
+	logout := func(f *oidcFixture, c *client) (*http.Response, string) {
+		tok := c.csrf("/failures")
+		resp, body := c.do("POST", "/logout", url.Values{"csrf": {tok}})
+		if gone := cookieNamed(resp, oidcSessionCookie); gone == nil || gone.MaxAge >= 0 {
+			t.Errorf("logout leaves the OIDC session cookie: %+v", gone)
+		}
+		if resp, _ := c.do("GET", "/failures", nil); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("after logout: %d", resp.StatusCode)
+		}
+		return resp, body
+	}
+	wantLogin := func(name string, resp *http.Response) {
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+			t.Errorf("%s: logout answers %d, Location %q, want /login", name, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+
+	f := newOIDCFixture(t, 0)
+	token := f.client()
+	token.login(operatorToken)
+	resp, _ := logout(f, token)
+	wantLogin("a token session", resp)
+
+	noEnd := newOIDCFixture(t, 0)
+	noEnd.provider.WithoutEndSession()
+	c := noEnd.client()
+	noEnd.signIn(c)
+	resp, _ = logout(noEnd, c)
+	wantLogin("a provider without end_session_endpoint", resp)
+
+	down := newOIDCFixture(t, 0)
+	c = down.client()
+	down.signIn(c)
+	down.provider.SetDown(true)
+	// The provider was discovered at sign-in: the discovery is cached, so its end-session
+	// endpoint is still known, and the browser is sent there (it answers when it is back).
+	if resp, body := logout(down, c); resp.StatusCode != http.StatusOK || !strings.Contains(body, `href="`+down.provider.Issuer()+`/logout?`) {
+		t.Errorf("logout with the provider down: %d %s", resp.StatusCode, body)
 	}
 }
 

@@ -24,6 +24,8 @@ var pageNames = []string{"overview", "failures", "failure", "confirm", "result",
 	"group",
 	// Repair and resend.
 	"repair",
+	// The way out of an OIDC session through the provider's end-session endpoint.
+	"signedout",
 }
 
 // The pages of jobs and of the reactivation of the own dead-letter topic.

@@ -267,10 +267,28 @@ func (h *handler) postLogout(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusForbidden, "The form has expired or did not come from this site. Reload the page and try again.")
 		return
 	}
+	_, signedInWithOIDC := h.oidcPrincipal(w, r)
 	http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))
 	http.SetCookie(w, h.cookie(r, sessionCookie, "", -1))
 	http.SetCookie(w, h.oidcCookie(r, oidcSessionCookie, "/", "", -1))
+	if signedInWithOIDC {
+		// Our session has ended; the provider's is ended too when it says how, else the next
+		// sign-in would pass without asking for credentials. A redirect of this form's answer
+		// to another site would break the policy's form-action 'self', so a page sends the
+		// browser on (a refresh, and a link).
+		if end := h.endSessionURL(r); end != "" {
+			anon := r.WithContext(context.WithValue(r.Context(), sessionKey{}, &session{}))
+			h.render(w, anon, http.StatusOK, "signedout", "Signed out", signedOutPage{EndSession: end, Provider: h.cfg.OIDCName})
+			return
+		}
+	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// signedOutPage is the data of the page that sends the browser to the provider's sign-out.
+type signedOutPage struct {
+	EndSession string
+	Provider   string
 }
 
 // localPath returns p when it is a path on this site, else "/": a redirect target from a

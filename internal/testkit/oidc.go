@@ -35,6 +35,8 @@ type OIDCProvider struct {
 	codes  map[string]oidcCode
 	down   bool
 	issuer string
+	// noEndSession leaves end_session_endpoint out of the discovery document.
+	noEndSession bool
 }
 
 type oidcCode struct {
@@ -53,6 +55,14 @@ func NewOIDCProvider(t testing.TB) *OIDCProvider {
 	p.issuer = p.srv.URL
 	t.Cleanup(p.srv.Close)
 	return p
+}
+
+// WithoutEndSession makes the provider announce no end_session_endpoint (call it before the
+// client discovers the provider).
+func (p *OIDCProvider) WithoutEndSession() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.noEndSession = true
 }
 
 // Issuer returns the issuer URL.
@@ -155,12 +165,29 @@ func (p *OIDCProvider) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case "/.well-known/openid-configuration":
-		writeJSONBody(w, map[string]any{
+		doc := map[string]any{
 			"issuer": p.issuer, "authorization_endpoint": p.issuer + "/authorize", "token_endpoint": p.issuer + "/token",
 			"jwks_uri": p.issuer + "/jwks", "response_types_supported": []string{"code"},
 			"subject_types_supported": []string{"public"}, "id_token_signing_alg_values_supported": []string{"RS256"},
 			"code_challenge_methods_supported": []string{"S256"},
-		})
+		}
+		p.mu.Lock()
+		if !p.noEndSession {
+			doc["end_session_endpoint"] = p.issuer + "/logout"
+		}
+		p.mu.Unlock()
+		writeJSONBody(w, doc)
+	case "/logout":
+		// RP-initiated logout: the provider's session ends; back to the client's page.
+		if r.URL.Query().Get("client_id") != p.ClientID {
+			http.Error(w, "unknown client_id", http.StatusBadRequest)
+			return
+		}
+		if back := r.URL.Query().Get("post_logout_redirect_uri"); back != "" {
+			http.Redirect(w, r, back, http.StatusFound)
+			return
+		}
+		_, _ = w.Write([]byte("signed out"))
 	case "/jwks":
 		p.mu.Lock()
 		set := jose.JSONWebKeySet{}
