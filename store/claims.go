@@ -56,7 +56,7 @@ func insertClaim(ctx context.Context, tx pgx.Tx, owner string, now, leaseUntil t
 	err := tx.QueryRow(ctx, `
 		WITH expired AS (DELETE FROM resend_claims WHERE lease_until <= $2)
 		INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids)
-		VALUES ($1, $2, $3, $4) RETURNING id`, owner, now, leaseUntil, ids).Scan(&id)
+		VALUES ($1, $2, $3, $4) RETURNING id`, owner, now, leaseUntil, uuidArray(ids)).Scan(&id)
 	return id, err
 }
 
@@ -248,9 +248,9 @@ func (s *Store) ClaimResends(ctx context.Context, p ClaimResendsParams) (ResendC
 			RETURNING id
 		)
 		SELECT f.id, f.state, f.leased, coalesce((SELECT id FROM claimed), 0) FROM f`,
-		ids, p.Now, p.Owner, p.LeaseUntil).Query(func(rows pgx.Rows) error {
+		uuidArray(ids), p.Now, p.Owner, p.LeaseUntil).Query(func(rows pgx.Rows) error {
 		var (
-			id     uuid.UUID
+			id     [16]byte
 			state  State
 			leased bool
 		)
@@ -274,7 +274,7 @@ func (s *Store) ClaimResends(ctx context.Context, p ClaimResendsParams) (ResendC
 	if len(want) == 0 {
 		return ResendClaim{}, refused, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+resendItemColumns+` FROM failures f WHERE f.id = ANY($1)`, want)
+	rows, err := s.pool.Query(ctx, `SELECT `+resendItemColumns+` FROM failures f WHERE f.id = ANY($1)`, uuidArray(want))
 	if err == nil {
 		claim.Items, err = scanResendItems(rows)
 	}
