@@ -279,8 +279,11 @@ func (s *Store) ClaimResends(ctx context.Context, p ClaimResendsParams) (ResendC
 		claim.Items, err = scanResendItems(rows)
 	}
 	if err != nil {
-		// Nothing was sent: release the claim (or, if that fails too, it expires).
-		_, _ = s.pool.Exec(ctx, `DELETE FROM resend_claims WHERE id = $1 AND owner = $2`, claim.ID, p.Owner)
+		// Nothing was sent: release the claim, even when ctx ended (if that fails too, the
+		// claim expires).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = s.pool.Exec(rctx, `DELETE FROM resend_claims WHERE id = $1 AND owner = $2`, claim.ID, p.Owner)
 		return ResendClaim{}, nil, fmt.Errorf("claim resends: load records: %w", err)
 	}
 	pos := make(map[uuid.UUID]int, len(ids))
