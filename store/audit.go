@@ -66,7 +66,7 @@ func writeAudit(ctx context.Context, tx pgx.Tx, entries []AuditEntry) error {
 		SELECT u.failure_id, u.group_id, u.action, u.principal, u.reason, u.details::jsonb, coalesce(u.at, now())
 		FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
 			AS u(failure_id, group_id, action, principal, reason, details, at)`,
-		failureIDs, groupIDs, actions, principals, reasons, details, ats)
+		nullableUUIDArray(failureIDs), groupIDs, actions, principals, reasons, details, ats)
 	if err != nil {
 		return fmt.Errorf("write audit: %w", err)
 	}

@@ -56,7 +56,7 @@ func insertClaim(ctx context.Context, tx pgx.Tx, owner string, now, leaseUntil t
 	err := tx.QueryRow(ctx, `
 		WITH expired AS (DELETE FROM resend_claims WHERE lease_until <= $2)
 		INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids)
-		VALUES ($1, $2, $3, $4) RETURNING id`, owner, now, leaseUntil, ids).Scan(&id)
+		VALUES ($1, $2, $3, $4) RETURNING id`, owner, now, leaseUntil, uuidArray(ids)).Scan(&id)
 	return id, err
 }
 
@@ -215,45 +215,76 @@ type ClaimResendsParams struct {
 // It claims a failure only when it is RETRY_PENDING or PERMANENT and no live claim holds it. It
 // returns the claimed items (in the order of p.IDs) and, for each existing failure it did not
 // claim, why; an id in neither does not exist. The claim has ID 0 when it holds nothing.
+//
+// The claim lock is held for one statement that reads the failures' states through their
+// primary key and inserts the claim; the failures are neither locked nor written. Any operator
+// action that could change their state takes the claim lock first and then sees the claim (as
+// a close does), and the mark of a resend checks the state again. The records are read after
+// the claim committed, without the lock. As for ClaimDueBatches, the claim's commit does not
+// wait for the WAL flush: a claim is a lease, and a database crash that loses it leaves its
+// failures resendable, as after any crash between a send and its mark.
 func (s *Store) ClaimResends(ctx context.Context, p ClaimResendsParams) (ResendClaim, map[uuid.UUID]Refusal, error) {
-	ids, now := p.IDs, p.Now
+	ids := p.IDs
 	refused := make(map[uuid.UUID]Refusal)
-	var claim ResendClaim
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		locked, err := lockForAction(ctx, tx, ids, now)
-		if err != nil {
-			return err
-		}
-		var want []uuid.UUID
-		for _, f := range locked {
+	var (
+		claim ResendClaim
+		want  []uuid.UUID
+	)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(lockClaimsSQL)
+	b.Queue(`
+		WITH f AS (
+			SELECT f.id, f.state, f.id IN (`+liveClaimedSQL("$2")+`) AS leased
+			FROM failures f WHERE f.id = ANY($1)
+		), expired AS (
+			DELETE FROM resend_claims WHERE lease_until <= $2
+		), claimed AS (
+			INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids)
+			SELECT $3, $2, $4, array_agg(f.id ORDER BY f.id) FROM f
+			WHERE f.state IN ('RETRY_PENDING', 'PERMANENT') AND NOT f.leased
+			HAVING count(*) > 0
+			RETURNING id
+		)
+		SELECT f.id, f.state, f.leased, coalesce((SELECT id FROM claimed), 0) FROM f`,
+		uuidArray(ids), p.Now, p.Owner, p.LeaseUntil).Query(func(rows pgx.Rows) error {
+		var (
+			id     [16]byte
+			state  State
+			leased bool
+		)
+		_, err := pgx.ForEachRow(rows, []any{&id, &state, &leased, &claim.ID}, func() error {
 			switch {
-			case !f.State.Resendable():
-				refused[f.ID] = Refusal{State: f.State}
-			case f.Leased:
-				refused[f.ID] = Refusal{State: f.State, InProgress: true}
+			case !state.Resendable():
+				refused[id] = Refusal{State: state}
+			case leased:
+				refused[id] = Refusal{State: state, InProgress: true}
 			default:
-				want = append(want, f.ID)
+				want = append(want, id)
 			}
-		}
-		if len(want) == 0 {
 			return nil
-		}
-		rows, err := tx.Query(ctx, `SELECT `+resendItemColumns+` FROM failures f WHERE f.id = ANY($1)`, want)
-		if err != nil {
-			return err
-		}
-		if claim.Items, err = scanResendItems(rows); err != nil {
-			return err
-		}
-		ids := make([]uuid.UUID, len(claim.Items))
-		for i := range claim.Items {
-			ids[i] = claim.Items[i].ID
-		}
-		claim.ID, err = insertClaim(ctx, tx, p.Owner, now, p.LeaseUntil, ids)
+		})
 		return err
 	})
-	if err != nil {
+	b.Queue("COMMIT")
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return ResendClaim{}, nil, fmt.Errorf("claim resends: %w", err)
+	}
+	if len(want) == 0 {
+		return ResendClaim{}, refused, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+resendItemColumns+` FROM failures f WHERE f.id = ANY($1)`, uuidArray(want))
+	if err == nil {
+		claim.Items, err = scanResendItems(rows)
+	}
+	if err != nil {
+		// Nothing was sent: release the claim, even when ctx ended (if that fails too, the
+		// claim expires).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = s.pool.Exec(rctx, `DELETE FROM resend_claims WHERE id = $1 AND owner = $2`, claim.ID, p.Owner)
+		return ResendClaim{}, nil, fmt.Errorf("claim resends: load records: %w", err)
 	}
 	pos := make(map[uuid.UUID]int, len(ids))
 	for i, id := range ids {

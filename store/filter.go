@@ -280,7 +280,9 @@ func (f *Filter) conditions(args *sqlArgs) []string {
 		c = append(c, "f.group_id = "+args.add(f.GroupID))
 	}
 	if f.Key != nil {
-		c = append(c, "f.original_key = "+args.add(f.Key))
+		// The key prefix index (keyPrefixExpr) finds the rows; the second condition is exact.
+		k := args.add(f.Key)
+		c = append(c, keyPrefixExpr+" = substring("+k+"::bytea from 1 for 256)", "f.original_key = "+k+"::bytea")
 	}
 	if f.Search != "" {
 		c = append(c, "f.error_message ILIKE "+args.add("%"+escapeLike(f.Search)+"%"))

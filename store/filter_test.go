@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -24,6 +25,12 @@ func TestFilterCriteria(t *testing.T) {
 		ErrorCode: "WRONG_EVENT_TYPE", MessageType: "CustomerMoved", CreatedAt: base.Add(time.Hour), Key: []byte("cust-1")})
 	c := insertFixture(t, pool, fixtureRow{State: store.StateClosed, Temporality: avro.Unknown, ErrorMessage: "NullPointerException in ledger",
 		CreatedAt: base.Add(2 * time.Hour), NullKey: true})
+	// Two long keys that share their first 256 bytes (what the key index holds): an exact key
+	// filter tells them apart.
+	longKey := bytes.Repeat([]byte("k"), 300)
+	longOther := append(bytes.Repeat([]byte("k"), 299), 'x')
+	d := insertFixture(t, pool, fixtureRow{State: store.StateResent, CreatedAt: base.Add(-time.Hour), Key: longKey})
+	e := insertFixture(t, pool, fixtureRow{State: store.StateResent, CreatedAt: base.Add(-2 * time.Hour), Key: longOther})
 	var groupB int64
 	if err := pool.QueryRow(context.Background(), "SELECT group_id FROM failures WHERE id = $1", b).Scan(&groupB); err != nil {
 		t.Fatal(err)
@@ -34,7 +41,7 @@ func TestFilterCriteria(t *testing.T) {
 		f    store.Filter
 		want []uuid.UUID // newest first
 	}{
-		{"none", store.Filter{}, []uuid.UUID{c, b, a}},
+		{"none", store.Filter{}, []uuid.UUID{c, b, a, d, e}},
 		{"state", store.Filter{States: []store.State{store.StatePermanent}}, []uuid.UUID{b}},
 		{"states", store.Filter{States: []store.State{store.StatePermanent, store.StateRetryPending}}, []uuid.UUID{b, a}},
 		{"temporality", store.Filter{Temporalities: []avro.Temporality{avro.Temporary, avro.Unknown}}, []uuid.UUID{c, a}},
@@ -46,13 +53,16 @@ func TestFilterCriteria(t *testing.T) {
 		{"group", store.Filter{GroupID: groupB}, []uuid.UUID{b}},
 		{"binary key", store.Filter{Key: []byte{0x00, 0xff}}, []uuid.UUID{a}},
 		{"text key", store.Filter{Key: []byte("cust-1")}, []uuid.UUID{b}},
+		{"long key", store.Filter{Key: longKey}, []uuid.UUID{d}},
+		{"long key, other tail", store.Filter{Key: longOther}, []uuid.UUID{e}},
+		{"prefix of a long key is not the key", store.Filter{Key: longKey[:256]}, nil},
 		{"search ignores case", store.Filter{Search: "LEDGER"}, []uuid.UUID{c, a}},
 		{"search wildcards are literal", store.Filter{Search: "100%_"}, []uuid.UUID{a}},
 		{"search percent only", store.Filter{Search: "%"}, []uuid.UUID{a}},
 		{"search underscore only", store.Filter{Search: "_"}, []uuid.UUID{a}},
 		{"search backslash", store.Filter{Search: `\`}, nil},
 		{"created from", store.Filter{CreatedFrom: base.Add(time.Hour)}, []uuid.UUID{c, b}},
-		{"created to is exclusive", store.Filter{CreatedTo: base.Add(time.Hour)}, []uuid.UUID{a}},
+		{"created to is exclusive", store.Filter{CreatedTo: base.Add(time.Hour)}, []uuid.UUID{a, d, e}},
 		{"combined", store.Filter{States: []store.State{store.StateRetryPending}, Topic: "payments", Search: "timeout"}, []uuid.UUID{a}},
 		{"sql-ish text is data", store.Filter{Topic: "x' OR '1'='1"}, nil},
 	} {

@@ -351,8 +351,13 @@ func (s *Store) NextJobItems(ctx context.Context, jobID uuid.UUID, after int64, 
 		return nil, fmt.Errorf("job items: %w", err)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (JobItem, error) {
-		var it JobItem
-		return it, r.Scan(&it.Seq, &it.FailureID)
+		var (
+			it JobItem
+			id [16]byte // not uuid.UUID: see uuids.go
+		)
+		err := r.Scan(&it.Seq, &id)
+		it.FailureID = id
+		return it, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job items: %w", err)
@@ -376,8 +381,11 @@ func (s *Store) RecordJobItems(ctx context.Context, jobID uuid.UUID, owner strin
 	seqs := make([]int64, len(results))
 	outcomes := make([]string, len(results))
 	details := make([]*string, len(results))
-	var last int64
+	var first, last int64
 	for i, r := range results {
+		if i == 0 || r.Seq < first {
+			first = r.Seq
+		}
 		seqs[i], outcomes[i] = r.Seq, string(r.Outcome)
 		if r.Detail != "" {
 			d := r.Detail
@@ -395,12 +403,15 @@ func (s *Store) RecordJobItems(ctx context.Context, jobID uuid.UUID, owner strin
 		if !held {
 			return ErrLeaseLost
 		}
+		// The range of the batch's seqs ($8 to $6) bounds the index scan that finds its items;
+		// joined with the unnest alone, the planner read every pending item of the job for each
+		// batch, so that a job's run was quadratic in its size.
 		row := tx.QueryRow(ctx, `
 			WITH r AS (
 				SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS r(seq, outcome, detail)),
 			u AS (
 				UPDATE job_items i SET outcome = r.outcome, detail = r.detail, done_at = $5::timestamptz
-				FROM r WHERE i.job_id = $1 AND i.seq = r.seq AND i.outcome IS NULL
+				FROM r WHERE i.job_id = $1 AND i.seq BETWEEN $8 AND $6 AND i.seq = r.seq AND i.outcome IS NULL
 				RETURNING i.outcome),
 			c AS (
 				SELECT count(*) FILTER (WHERE outcome = 'done') AS done,
@@ -411,7 +422,7 @@ func (s *Store) RecordJobItems(ctx context.Context, jobID uuid.UUID, owner strin
 				state = CASE WHEN j.done + c.done + j.skipped + c.skipped + j.failed + c.failed >= j.total THEN 'DONE' ELSE j.state END,
 				finished_at = CASE WHEN j.done + c.done + j.skipped + c.skipped + j.failed + c.failed >= j.total THEN $5::timestamptz END
 			FROM c WHERE j.id = $1
-			RETURNING `+prefixed("j.", jobColumns), jobID, seqs, outcomes, details, now, last, leaseUntil)
+			RETURNING `+prefixed("j.", jobColumns), jobID, seqs, outcomes, details, now, last, leaseUntil, first)
 		var err error
 		job, err = scanJob(row)
 		return err

@@ -53,15 +53,17 @@ func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
 	for rows.Next() {
 		var (
 			it        ResendItem
+			id        [16]byte // not uuid.UUID: see uuids.go
 			names     []string
 			values    [][]byte
 			valueNull bool
 		)
-		if err := rows.Scan(&it.ID, &it.State, &it.Topic, &it.Partition, &it.Offset, &it.Key, &it.Value,
+		if err := rows.Scan(&id, &it.State, &it.Topic, &it.Partition, &it.Offset, &it.Key, &it.Value,
 			&names, &values, &it.PublisherService, &it.CausingMessage, &it.Attempt, &it.ResendFailures,
 			&it.NextAttemptAt, &it.GroupID, &it.SourceFormat, &valueNull); err != nil {
 			return nil, err
 		}
+		it.ID = id
 		if len(names) != len(values) {
 			return nil, fmt.Errorf("failure %s: %d header names but %d values", it.ID, len(names), len(values))
 		}
@@ -87,7 +89,7 @@ func (s *Store) ResendItems(ctx context.Context, ids []uuid.UUID) ([]ResendItem,
 		SELECT `+resendItemColumns+` FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, n)
 		JOIN failures f ON f.id = u.id
 		WHERE f.state IN ('RETRY_PENDING', 'PERMANENT')
-		ORDER BY u.n`, ids)
+		ORDER BY u.n`, uuidArray(ids))
 	if err != nil {
 		return nil, fmt.Errorf("load resends: %w", err)
 	}
@@ -129,9 +131,9 @@ func (s *Store) MarkResent(ctx context.Context, p MarkResentParams) ([]uuid.UUID
 			WITH released AS (DELETE FROM resend_claims WHERE id = ANY($3) AND owner = $4)
 			UPDATE failures SET state = 'RESENT', resent_at = $2, updated_at = $2
 			WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
-			RETURNING id`, p.IDs, p.At, p.Claims, p.Owner)
+			RETURNING id`, uuidArray(p.IDs), p.At, p.Claims, p.Owner)
 		if err == nil {
-			marked, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+			marked, err = collectUUIDs(rows)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("mark resent: %w", err)
@@ -143,11 +145,11 @@ func (s *Store) MarkResent(ctx context.Context, p MarkResentParams) ([]uuid.UUID
 			rows, err := tx.Query(ctx, `
 				UPDATE failures SET state = 'RESENT', resent_at = $2, updated_at = $2
 				WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
-				RETURNING id`, p.IDs, p.At)
+				RETURNING id`, uuidArray(p.IDs), p.At)
 			if err != nil {
 				return err
 			}
-			if marked, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID]); err != nil {
+			if marked, err = collectUUIDs(rows); err != nil {
 				return err
 			}
 		}
@@ -197,7 +199,7 @@ func (s *Store) RecordResendFailures(ctx context.Context, at time.Time, failures
 			next_attempt_at = CASE WHEN f.state = 'RETRY_PENDING' THEN u.next_at ELSE f.next_attempt_at END,
 			updated_at = $1
 		FROM unnest($2::uuid[], $3::text[], $4::timestamptz[]) AS u(id, err, next_at)
-		WHERE f.id = u.id AND f.state IN ('RETRY_PENDING', 'PERMANENT')`, at, ids, errs, nexts)
+		WHERE f.id = u.id AND f.state IN ('RETRY_PENDING', 'PERMANENT')`, at, uuidArray(ids), errs, nexts)
 	if err != nil {
 		return 0, fmt.Errorf("record resend failures: %w", err)
 	}
@@ -213,11 +215,11 @@ func (s *Store) ExhaustRetries(ctx context.Context, ids []uuid.UUID, reason stri
 	rows, err := s.pool.Query(ctx, `
 		UPDATE failures SET state = 'PERMANENT', state_reason = $2, updated_at = $3
 		WHERE id = ANY($1) AND state = 'RETRY_PENDING'
-		RETURNING id`, ids, reason, at)
+		RETURNING id`, uuidArray(ids), reason, at)
 	if err != nil {
 		return nil, fmt.Errorf("exhaust retries: %w", err)
 	}
-	moved, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	moved, err := collectUUIDs(rows)
 	if err != nil {
 		return nil, fmt.Errorf("exhaust retries: %w", err)
 	}

@@ -245,6 +245,55 @@ func TestClaimResendsByID(t *testing.T) {
 	}
 }
 
+// Concurrent manual claims of overlapping failures never claim one failure twice, and a close
+// that comes while they hold it is refused: the claim lock and the claim row exclude both,
+// although a claim neither locks nor writes the failures themselves.
+func TestClaimResendsConcurrent(t *testing.T) {
+	ctx, pool, st, _ := resendTestStore(t)
+	now := time.Now() // the close below uses the store's clock
+	ids := make([]uuid.UUID, 40)
+	for i := range ids {
+		ids[i] = resendTestInsert(t, pool, now.Add(time.Hour), nil)
+	}
+	var (
+		mu      sync.Mutex
+		claimed = map[uuid.UUID]int{}
+		wg      sync.WaitGroup
+	)
+	for w := range 8 {
+		wg.Go(func() {
+			// Each worker asks for an overlapping window of the ids.
+			part := ids[w*4 : w*4+8]
+			claim, _, err := st.ClaimResends(ctx, store.ClaimResendsParams{Owner: fmt.Sprintf("w%d", w), IDs: part, Now: now, LeaseUntil: now.Add(time.Minute)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, it := range claim.Items {
+				claimed[it.ID]++
+			}
+		})
+	}
+	wg.Wait()
+	for id, n := range claimed {
+		if n != 1 {
+			t.Errorf("failure %s claimed %d times", id, n)
+		}
+	}
+	if len(claimed) != 36 {
+		t.Errorf("%d failures claimed, want the 36 asked for", len(claimed))
+	}
+	res, err := st.CloseFailures(ctx, store.CloseRequest{IDs: ids[:1], Reason: "x", Principal: "op"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Outcome != store.CloseConflict {
+		t.Fatalf("close of a claimed failure: %+v", res)
+	}
+}
+
 // Claims after a cursor continue in due order (next_attempt_at, then id): rows due at the same
 // instant are neither skipped nor claimed twice, and rows before the cursor are left alone.
 func TestClaimDueResendsAfterCursor(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,46 @@ func TestSearchCriteria(t *testing.T) {
 			t.Errorf("%s: %v, want a filter error", name, err)
 		}
 	}
+}
+
+// redrive_trace_id (migrations 009 and 014) takes the last traceparent header that has a
+// value, whatever the case of its name, and returns its trace id, or NULL when that value is
+// not a W3C traceparent.
+func TestTraceIDFunction(t *testing.T) {
+	t.Parallel()
+	_, pool := fixtureStore(t)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for name, tc := range map[string]struct {
+		names  []string
+		values [][]byte
+		want   *string
+	}{
+		"one":                      {[]string{"traceparent"}, [][]byte{[]byte(tp)}, ptr(id)},
+		"any case":                 {[]string{"x", "TraceParent"}, [][]byte{[]byte("a"), []byte(tp)}, ptr(id)},
+		"none":                     {[]string{"x"}, [][]byte{[]byte(tp)}, nil},
+		"empty":                    {[]string{}, [][]byte{}, nil},
+		"the last one decides":     {[]string{"traceparent", "traceparent"}, [][]byte{[]byte(tp), []byte("bad")}, nil},
+		"a null value is skipped":  {[]string{"traceparent", "TRACEPARENT"}, [][]byte{[]byte(tp), nil}, ptr(id)},
+		"a longer value":           {[]string{"traceparent"}, [][]byte{[]byte(tp + "-more")}, ptr(id)},
+		"not utf-8":                {[]string{"traceparent"}, [][]byte{{0xff, 0xfe}}, nil},
+		"upper case hex is not it": {[]string{"traceparent"}, [][]byte{[]byte(strings.ToUpper(tp))}, nil},
+	} {
+		var got *string
+		if err := pool.QueryRow(context.Background(), `SELECT redrive_trace_id($1::text[], $2::bytea[])`, tc.names, tc.values).Scan(&got); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+			t.Errorf("%s: got %v, want %v", name, deref(got), deref(tc.want))
+		}
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+func deref(s *string) string {
+	if s == nil {
+		return "NULL"
+	}
+	return *s
 }

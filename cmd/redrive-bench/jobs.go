@@ -82,49 +82,65 @@ func benchJobs(ctx context.Context, args []string) error {
 	fmt.Printf("jobs benchmark: a retry job over %d stored failures of %d bytes, 3 stored headers, %d partitions, batch %d\n",
 		*n, *valueSize, *partitions, *batch)
 	fmt.Println("job: records/s from the start until the job is DONE (every record acknowledged, every outcome recorded)")
-	fmt.Printf("%-5s %12s %12s %7s %14s\n", "run", "plain rec/s", "job rec/s", "ratio", "max gap (ms)")
+	fmt.Println("cpu: CPU time per record of this process (producer, in-process broker) while the plain producer ran,")
+	fmt.Println("     and per item of the database's backends and of this process while the job ran")
+	fmt.Printf("%-5s %12s %12s %7s %14s %10s %10s %10s\n", "run", "plain rec/s", "job rec/s", "ratio", "max gap (ms)",
+		"plain cpu", "job db cpu", "job cpu")
 	var plains, jobs, ratios []float64
 	for r := 1; r <= *runs; r++ {
+		plainCPU := resendCPU(ctx, pool).self
 		plain, err := resendPlainProducer(bootstrap, "bench-plain", *n, *valueSize, r)
 		if err != nil {
 			return err
 		}
-		took, gap, err := benchJobRun(ctx, pool, st, core, *n, *valueSize, r)
+		plainCPU = resendCPU(ctx, pool).self - plainCPU
+		res, err := benchJobRun(ctx, pool, st, core, *n, *valueSize, r)
 		if err != nil {
 			return err
 		}
-		pr, jr := float64(*n)/plain.Seconds(), float64(*n)/took.Seconds()
+		pr, jr := float64(*n)/plain.Seconds(), float64(*n)/res.took.Seconds()
 		plains, jobs, ratios = append(plains, pr), append(jobs, jr), append(ratios, jr/pr)
-		fmt.Printf("%-5d %12.0f %12.0f %7.2f %14d\n", r, pr, jr, jr/pr, gap.Milliseconds())
+		perItem := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(*n) }
+		fmt.Printf("%-5d %12.0f %12.0f %7.2f %14d %7.0f µs %7.0f µs %7.0f µs\n", r, pr, jr, jr/pr, res.gap.Milliseconds(),
+			perItem(plainCPU), perItem(res.cpu.backends), perItem(res.cpu.self))
 	}
 	fmt.Printf("%-5s %12.0f %12.0f %7.2f\n", "med", resendMedian(plains), resendMedian(jobs), resendMedian(ratios))
 	fmt.Printf("ratio of the medians: %.2f\n", resendMedian(jobs)/resendMedian(plains))
 	return nil
 }
 
+// jobRun is the measure of one job.
+type jobRun struct {
+	took time.Duration  // from the start until the job is DONE
+	gap  time.Duration  // the longest time its progress did not change while it ran
+	cpu  resendCPUTimes // consumed while it ran
+}
+
 // benchJobRun stores n open failures, previews and starts a retry job over them, and returns
-// the time from the start until the job is DONE and the longest time its progress (the count
-// of items acted on, polled every 50 ms) did not change while it ran.
-func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core *operator.Core, n, valueSize, run int) (time.Duration, time.Duration, error) {
+// the time from the start until the job is DONE, the longest time its progress (the count of
+// items acted on, polled every 50 ms) did not change while it ran, and the CPU time consumed
+// meanwhile by the database's backends and by this process.
+func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core *operator.Core, n, valueSize, run int) (jobRun, error) {
 	label := fmt.Sprintf("j%d", run)
 	if err := resendInsertDue(ctx, pool, "bench-job", label, n, valueSize, 24*time.Hour); err != nil {
-		return 0, 0, err
+		return jobRun{}, err
 	}
 	if err := resendQuiesce(ctx, pool); err != nil {
-		return 0, 0, err
+		return jobRun{}, err
 	}
 	f := store.Filter{Topic: "bench-job", States: []store.State{store.StateRetryPending}}
 	p, err := core.PreviewJob(ctx, operator.JobRequest{Action: operator.Retry, Selection: operator.Selection{Filter: &f},
 		Principal: "bench", RateLimit: operator.MaxJobRate})
 	if err != nil {
-		return 0, 0, err
+		return jobRun{}, err
 	}
 	if p.Job.Total != int64(n) {
-		return 0, 0, fmt.Errorf("the preview pinned %d failures, want %d", p.Job.Total, n)
+		return jobRun{}, fmt.Errorf("the preview pinned %d failures, want %d", p.Job.Total, n)
 	}
 	start := time.Now()
+	cpu0 := resendCPU(ctx, pool)
 	if _, err := core.StartJob(ctx, p.Job.ID, p.Token, "bench"); err != nil {
-		return 0, 0, err
+		return jobRun{}, err
 	}
 	var (
 		last     int64 = -1
@@ -134,7 +150,7 @@ func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core 
 	for {
 		j, err := core.Job(ctx, p.Job.ID)
 		if err != nil {
-			return 0, 0, err
+			return jobRun{}, err
 		}
 		now := time.Now()
 		if acted := j.Done + j.Skipped + j.Failed; acted != last {
@@ -143,16 +159,17 @@ func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core 
 		}
 		if j.State == store.JobDone {
 			if j.Done != int64(n) {
-				return 0, 0, fmt.Errorf("job done with %d done, %d skipped, %d failed", j.Done, j.Skipped, j.Failed)
+				return jobRun{}, fmt.Errorf("job done with %d done, %d skipped, %d failed", j.Done, j.Skipped, j.Failed)
 			}
-			return now.Sub(start), gap, nil
+			cpu := resendCPU(ctx, pool)
+			return jobRun{took: now.Sub(start), gap: gap, cpu: resendCPUTimes{self: cpu.self - cpu0.self, backends: cpu.backends - cpu0.backends}}, nil
 		}
 		if now.Sub(start) > 30*time.Minute {
-			return 0, 0, fmt.Errorf("job not done after 30 minutes: %+v", j.Job)
+			return jobRun{}, fmt.Errorf("job not done after 30 minutes: %+v", j.Job)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, 0, ctx.Err()
+			return jobRun{}, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
