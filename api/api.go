@@ -129,6 +129,7 @@ func (a *api) routes() chi.Router {
 				r.Get("/jobs", a.listJobs)
 				r.Get("/jobs/{id}", a.getJob)
 				r.Get("/jobs/{id}/items", a.listJobItems)
+				r.Get("/jobs/{id}/audit", a.listJobAudit)
 				r.Get("/dead-letters/reactivations", a.listReactivations)
 				r.Get("/dead-letters/reactivations/{id}", a.getReactivation)
 			})

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -137,6 +138,33 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, jobDetail{jobJSON: newJobJSON(j), Audit: auditListJSON(audit)})
+}
+
+// listJobAudit serves GET /jobs/{id}/audit: every audit entry of a job, oldest first, paged.
+func (a *api) listJobAudit(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	var q url.Values
+	if err == nil {
+		q, err = parseQuery(r, []string{"limit", "cursor"})
+	}
+	var limit int
+	if err == nil {
+		limit, err = parseLimit(q)
+	}
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	p, err := a.core.JobAuditPage(r.Context(), id, limit, q.Get("cursor"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	resp := page[auditJSON]{Data: auditListJSON(p.Items)}
+	if p.Next != "" {
+		resp.NextCursor = &p.Next
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // jobItemJSON is one pinned failure of a job.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
+	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/operator"
@@ -97,6 +98,37 @@ func TestJobsAPI(t *testing.T) {
 	if len(items.Data) != 2 || items.Data[0].Seq != 3 {
 		t.Errorf("items page 2 = %s", r.body)
 	}
+	// The job's whole audit, a page at a time: its preview and start, and a close per item.
+	var audit []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		r := e.do("GET", path+"/audit?limit=2"+cursor, viewerToken, nil)
+		var p struct {
+			Data []struct {
+				ID        int64   `json:"id"`
+				Action    string  `json:"action"`
+				FailureID *string `json:"failure_id"`
+			} `json:"data"`
+			Next *string `json:"next_cursor"`
+		}
+		r.json(t, &p)
+		if r.status != 200 || len(p.Data) > 2 || pages > 10 {
+			t.Fatalf("audit page %d = %d %s", pages, r.status, r.body)
+		}
+		for _, a := range p.Data {
+			audit = append(audit, a.Action)
+		}
+		if p.Next == nil {
+			break
+		}
+		cursor = "&cursor=" + *p.Next
+	}
+	if closes := strings.Count(strings.Join(audit, " "), "close"); len(audit) < 6 || closes != 4 {
+		t.Errorf("the job's audit = %v, want its own entries and 4 closes", audit)
+	}
+	if r := e.do("GET", "/api/v1/jobs/"+uuid.NewString()+"/audit", viewerToken, nil); r.status != 404 {
+		t.Errorf("audit of an unknown job = %d %s", r.status, r.body)
+	}
 	if r := e.do("POST", path+"/pause", operatorToken, nil); r.status != 409 {
 		t.Errorf("pause a done job = %d %s", r.status, r.body)
 	}
@@ -113,6 +145,8 @@ func TestJobsAPI(t *testing.T) {
 		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/items?outcome=maybe", ""},
 		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/items?cursor=-1", ""},
 		{"GET", "/api/v1/jobs?cursor=zzz", ""},
+		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/audit?cursor=zzz", ""},
+		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/audit?limit=0", ""},
 	} {
 		var body any
 		if c.body != "" {

@@ -20,6 +20,7 @@ const (
 	cursorGroups       = 'g' // groups: last_seen µs (8), id (8)
 	cursorJobs         = 'j' // jobs, newest first: created_at µs (8), id (16)
 	cursorRuns         = 'r' // reactivation runs, newest first: id (8)
+	cursorAudit        = 'a' // audit entries, oldest first: at µs (8), id (8)
 	failureCursorBytes = 2 + 8 + 16
 	groupCursorBytes   = 2 + 8 + 8
 	runCursorBytes     = 2 + 8
@@ -88,6 +89,29 @@ func decodeGroupCursor(s string) (*store.GroupPosition, error) {
 		return nil, invalid("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
 	}
 	return &store.GroupPosition{LastSeen: time.UnixMicro(micros).UTC(), ID: id}, nil
+}
+
+// encodeAuditCursor returns the cursor of the audit page after p.
+func encodeAuditCursor(p store.AuditPosition) string {
+	b := make([]byte, groupCursorBytes)
+	b[0], b[1] = cursorVersion, cursorAudit
+	binary.BigEndian.PutUint64(b[2:10], uint64(p.At.UnixMicro()))
+	binary.BigEndian.PutUint64(b[10:], uint64(p.ID))
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeAuditCursor validates an audit cursor.
+func decodeAuditCursor(s string) (*store.AuditPosition, error) {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != groupCursorBytes || b[0] != cursorVersion || b[1] != cursorAudit {
+		return nil, invalid("cursor", "not an audit list cursor of this API: pass next_cursor unchanged")
+	}
+	id := int64(binary.BigEndian.Uint64(b[10:]))
+	micros := int64(binary.BigEndian.Uint64(b[2:10]))
+	if id <= 0 || micros < minCursorMicros || micros > maxCursorMicros {
+		return nil, invalid("cursor", "not an audit list cursor of this API: pass next_cursor unchanged")
+	}
+	return &store.AuditPosition{At: time.UnixMicro(micros).UTC(), ID: id}, nil
 }
 
 // encodeReactivationCursor returns the cursor of the reactivation page after the run id.

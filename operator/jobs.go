@@ -301,6 +301,44 @@ func (c *Core) JobAudit(ctx context.Context, id uuid.UUID) ([]store.AuditEntry, 
 	return c.store.JobAudit(qctx, id, MaxAudit)
 }
 
+// AuditPage is a page of audit entries, oldest first.
+type AuditPage struct {
+	Items []store.AuditEntry
+	// Next is the cursor of the next page; empty on the last.
+	Next string
+}
+
+// JobAuditPage returns a page of every audit entry of job id — its own and its items', in the
+// order they were written — after the page whose Next cursor is (the first page when empty).
+// An unknown job is ErrNotFound.
+func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor string) (*AuditPage, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	var after *store.AuditPosition
+	if cursor != "" {
+		if after, err = decodeAuditCursor(cursor); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := c.Job(ctx, id); err != nil {
+		return nil, err
+	}
+	qctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	entries, more, err := c.store.JobAuditPage(qctx, id, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	page := &AuditPage{Items: entries}
+	if more && len(entries) > 0 {
+		last := entries[len(entries)-1]
+		page.Next = encodeAuditCursor(store.AuditPosition{At: last.At, ID: last.ID})
+	}
+	return page, nil
+}
+
 // Previews whose token expired more than previewKeep ago are deleted, with their pinned items,
 // by a sweep every previewSweepEvery on every instance that runs jobs.
 const (

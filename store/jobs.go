@@ -582,6 +582,41 @@ func (s *Store) JobActedOn(ctx context.Context, jobID uuid.UUID, action string, 
 	return out, nil
 }
 
+// AuditPosition is where a page of audit entries in time order ends.
+type AuditPosition struct {
+	At time.Time
+	ID int64
+}
+
+// JobAuditPage returns the audit entries of a job after position after (from the first when
+// nil), in the order they were written (time, then id), at most limit, and whether there are
+// more: every entry of a job of any size, a page at a time.
+func (s *Store) JobAuditPage(ctx context.Context, jobID uuid.UUID, after *AuditPosition, limit int) ([]AuditEntry, bool, error) {
+	const q = `
+		SELECT id, failure_id, group_id, action, principal, reason, details, at
+		FROM audit_log WHERE details ? 'job_id' AND details->>'job_id' = $1`
+	var rows pgx.Rows
+	var err error
+	if after == nil {
+		rows, err = s.pool.Query(ctx, q+` ORDER BY at, id LIMIT $2`, jobID.String(), limit+1)
+	} else {
+		// at >= $2 lets the job index (job id, at) start at the page's end.
+		rows, err = s.pool.Query(ctx, q+` AND at >= $2 AND (at, id) > ($2, $3) ORDER BY at, id LIMIT $4`,
+			jobID.String(), after.At, after.ID, limit+1)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("job audit page: %w", err)
+	}
+	out, err := scanAudit(rows)
+	if err != nil {
+		return nil, false, fmt.Errorf("job audit page: %w", err)
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
 // JobAudit returns the audit entries of a job, at most limit: its own (preview, start, pause,
 // resume, cancel: no failure id) first, so that a large job's items never push them out, then
 // its items', each part oldest first.
