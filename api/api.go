@@ -316,6 +316,18 @@ func parseLimit(q url.Values) (int, error) {
 	return n, nil
 }
 
+// pageParams reads the query of a list that takes nothing but limit and cursor.
+func pageParams(r *http.Request) (limit int, cursor string, err error) {
+	q, err := parseQuery(r, []string{"limit", "cursor"})
+	if err != nil {
+		return 0, "", err
+	}
+	if limit, err = parseLimit(q); err != nil {
+		return 0, "", err
+	}
+	return limit, q.Get("cursor"), nil
+}
+
 // parseSort reads the sort parameter: newest (default) or oldest.
 func parseSort(q url.Values) (store.Order, error) {
 	switch s := q.Get("sort"); s {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -48,16 +47,12 @@ func newJobJSON(v *operator.JobView) jobJSON {
 
 // listJobs serves GET /jobs.
 func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, []string{"limit", "cursor"})
-	var limit int
-	if err == nil {
-		limit, err = parseLimit(q)
-	}
+	limit, cursor, err := pageParams(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	p, err := a.core.ListJobs(r.Context(), limit, q.Get("cursor"))
+	p, err := a.core.ListJobs(r.Context(), limit, cursor)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -143,19 +138,16 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
 // listJobAudit serves GET /jobs/{id}/audit: every audit entry of a job, oldest first, paged.
 func (a *api) listJobAudit(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
-	var q url.Values
-	if err == nil {
-		q, err = parseQuery(r, []string{"limit", "cursor"})
-	}
 	var limit int
+	var cursor string
 	if err == nil {
-		limit, err = parseLimit(q)
+		limit, cursor, err = pageParams(r)
 	}
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	p, err := a.core.JobAuditPage(r.Context(), id, limit, q.Get("cursor"))
+	p, err := a.core.JobAuditPage(r.Context(), id, limit, cursor)
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -65,16 +65,12 @@ func (a *api) reactivate(w http.ResponseWriter, r *http.Request) {
 
 // listReactivations serves GET /dead-letters/reactivations.
 func (a *api) listReactivations(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, []string{"limit", "cursor"})
-	var limit int
-	if err == nil {
-		limit, err = parseLimit(q)
-	}
+	limit, cursor, err := pageParams(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	runs, err := a.core.Reactivations(r.Context(), limit, q.Get("cursor"))
+	runs, err := a.core.Reactivations(r.Context(), limit, cursor)
 	if err != nil {
 		a.fail(w, r, err)
 		return

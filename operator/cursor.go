@@ -22,7 +22,7 @@ const (
 	cursorRuns         = 'r' // reactivation runs, newest first: id (8)
 	cursorAudit        = 'a' // audit entries, oldest first: at µs (8), id (8)
 	failureCursorBytes = 2 + 8 + 16
-	groupCursorBytes   = 2 + 8 + 8
+	groupCursorBytes   = 2 + 8 + 8 // also audit cursors: a time and an id
 	runCursorBytes     = 2 + 8
 
 	// A cursor's time lies between the years 1 and 9999, well inside PostgreSQL's range.
@@ -68,50 +68,55 @@ func decodeFailureCursor(s string, o store.Order) (*store.Position, error) {
 	return &store.Position{CreatedAt: time.UnixMicro(micros).UTC(), ID: id}, nil
 }
 
+// encodeTimeIDCursor returns a cursor of kind whose sort key is a time and a positive id.
+func encodeTimeIDCursor(kind byte, t time.Time, id int64) string {
+	b := make([]byte, groupCursorBytes)
+	b[0], b[1] = cursorVersion, kind
+	binary.BigEndian.PutUint64(b[2:10], uint64(t.UnixMicro()))
+	binary.BigEndian.PutUint64(b[10:], uint64(id))
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeTimeIDCursor validates a cursor of kind made by encodeTimeIDCursor; what names the
+// list in the error.
+func decodeTimeIDCursor(s string, kind byte, what string) (time.Time, int64, error) {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err == nil && len(b) == groupCursorBytes && b[0] == cursorVersion && b[1] == kind {
+		id := int64(binary.BigEndian.Uint64(b[10:]))
+		micros := int64(binary.BigEndian.Uint64(b[2:10]))
+		if id > 0 && micros >= minCursorMicros && micros <= maxCursorMicros {
+			return time.UnixMicro(micros).UTC(), id, nil
+		}
+	}
+	return time.Time{}, 0, invalid("cursor", "not %s cursor of this API: pass next_cursor unchanged", what)
+}
+
 // encodeGroupCursor returns the cursor of the group page after p.
 func encodeGroupCursor(p store.GroupPosition) string {
-	b := make([]byte, groupCursorBytes)
-	b[0], b[1] = cursorVersion, cursorGroups
-	binary.BigEndian.PutUint64(b[2:10], uint64(p.LastSeen.UnixMicro()))
-	binary.BigEndian.PutUint64(b[10:], uint64(p.ID))
-	return base64.RawURLEncoding.EncodeToString(b)
+	return encodeTimeIDCursor(cursorGroups, p.LastSeen, p.ID)
 }
 
 // decodeGroupCursor validates a group cursor.
 func decodeGroupCursor(s string) (*store.GroupPosition, error) {
-	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil || len(b) != groupCursorBytes || b[0] != cursorVersion || b[1] != cursorGroups {
-		return nil, invalid("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
+	t, id, err := decodeTimeIDCursor(s, cursorGroups, "a group list")
+	if err != nil {
+		return nil, err
 	}
-	id := int64(binary.BigEndian.Uint64(b[10:]))
-	micros := int64(binary.BigEndian.Uint64(b[2:10]))
-	if id <= 0 || micros < minCursorMicros || micros > maxCursorMicros {
-		return nil, invalid("cursor", "not a group list cursor of this API: pass next_cursor unchanged")
-	}
-	return &store.GroupPosition{LastSeen: time.UnixMicro(micros).UTC(), ID: id}, nil
+	return &store.GroupPosition{LastSeen: t, ID: id}, nil
 }
 
 // encodeAuditCursor returns the cursor of the audit page after p.
 func encodeAuditCursor(p store.AuditPosition) string {
-	b := make([]byte, groupCursorBytes)
-	b[0], b[1] = cursorVersion, cursorAudit
-	binary.BigEndian.PutUint64(b[2:10], uint64(p.At.UnixMicro()))
-	binary.BigEndian.PutUint64(b[10:], uint64(p.ID))
-	return base64.RawURLEncoding.EncodeToString(b)
+	return encodeTimeIDCursor(cursorAudit, p.At, p.ID)
 }
 
 // decodeAuditCursor validates an audit cursor.
 func decodeAuditCursor(s string) (*store.AuditPosition, error) {
-	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil || len(b) != groupCursorBytes || b[0] != cursorVersion || b[1] != cursorAudit {
-		return nil, invalid("cursor", "not an audit list cursor of this API: pass next_cursor unchanged")
+	t, id, err := decodeTimeIDCursor(s, cursorAudit, "an audit list")
+	if err != nil {
+		return nil, err
 	}
-	id := int64(binary.BigEndian.Uint64(b[10:]))
-	micros := int64(binary.BigEndian.Uint64(b[2:10]))
-	if id <= 0 || micros < minCursorMicros || micros > maxCursorMicros {
-		return nil, invalid("cursor", "not an audit list cursor of this API: pass next_cursor unchanged")
-	}
-	return &store.AuditPosition{At: time.UnixMicro(micros).UTC(), ID: id}, nil
+	return &store.AuditPosition{At: t, ID: id}, nil
 }
 
 // encodeReactivationCursor returns the cursor of the reactivation page after the run id.
