@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -31,9 +30,8 @@ const (
 // pausing and commits, hands each partition's records in order to the Handler, and applies
 // the policies to failures.
 type Runner[K, V any] struct {
-	e       *engine.Engine[K, V]
-	s       Settings
-	started atomic.Bool
+	e *engine.Engine[K, V]
+	s Settings
 }
 
 // New validates cfg and s and returns a Runner. Nothing connects before Run.
@@ -53,30 +51,15 @@ func New[K, V any](cfg errorhandler.Config[K, V], s Settings) (*Runner[K, V], er
 // leaves the group. It returns nil after a clean shutdown, or an error when the consumer failed
 // fatally or records were let go uncommitted. Run may be called once.
 func (r *Runner[K, V]) Run(ctx context.Context) error {
-	if !r.started.CompareAndSwap(false, true) {
-		return errors.New("run: the runner was already started")
+	cfg := r.e.Config()
+	if _, err := r.e.Open(newProducer(r.s.producerConfig(), cfg.DeadLetter.ErrorTopic, r.e.Logger())); err != nil {
+		return err
 	}
 	defer r.e.Stopped()
-	cfg := r.e.Config()
-	var dl *engine.DeadLetterer
-	if cfg.DeadLetter.ErrorTopic != "" {
-		var err error
-		dl, err = engine.NewDeadLetterer(cfg.DeadLetter, newProducer(r.s.producerConfig(), cfg.DeadLetter.ErrorTopic, r.e.Logger()))
-		if err != nil {
-			return fmt.Errorf("run: dead letter: %w", err)
-		}
-	}
-	closeDL := func() {
-		if dl != nil {
-			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = dl.Close(c)
-		}
-	}
 	ccfg := r.s.consumerConfig(cfg.GroupID)
 	c, err := kafka.NewConsumer(&ccfg)
 	if err != nil {
-		closeDL()
+		_ = r.e.CloseDeadLetterer()
 		return fmt.Errorf("run: new consumer: %w", err)
 	}
 	kafkalog.Forward(r.e.Logger(), "consumer", c.Logs())
@@ -85,10 +68,10 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 		return r.rebalance(cons, ev)
 	}); err != nil {
 		_ = c.Close()
-		closeDL()
+		_ = r.e.CloseDeadLetterer()
 		return fmt.Errorf("run: subscribe %v: %w", cfg.Topics, err)
 	}
-	r.e.Start(dl)
+	r.e.Start()
 	r.e.Logger().Info("consumer started", "client", "confluent-kafka-go", "topics", cfg.Topics)
 
 	var fatal error

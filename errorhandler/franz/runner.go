@@ -37,9 +37,8 @@ const (
 // are dispatched (BlockRebalanceOnPoll), so a revoke or a loss (OnPartitionsRevoked,
 // OnPartitionsLost) always sees a consistent state.
 type Runner[K, V any] struct {
-	e       *engine.Engine[K, V]
-	s       Settings
-	started atomic.Bool
+	e *engine.Engine[K, V]
+	s Settings
 
 	// mu serializes the poll loop's work with the partition callbacks, which kgo runs on its
 	// own goroutine.
@@ -68,20 +67,12 @@ func New[K, V any](cfg errorhandler.Config[K, V], s Settings) (*Runner[K, V], er
 // leaves the group. It returns nil after a clean shutdown, or an error when records were let go
 // uncommitted. Run may be called once.
 func (r *Runner[K, V]) Run(ctx context.Context) error {
-	if !r.started.CompareAndSwap(false, true) {
-		return errors.New("run: the runner was already started")
-	}
-	defer r.e.Stopped()
 	cfg := r.e.Config()
 	log := r.e.Logger()
-	var dl *engine.DeadLetterer
-	if cfg.DeadLetter.ErrorTopic != "" {
-		var err error
-		dl, err = engine.NewDeadLetterer(cfg.DeadLetter, newProducer(&r.s, cfg.DeadLetter.ErrorTopic, log))
-		if err != nil {
-			return fmt.Errorf("run: dead letter: %w", err)
-		}
+	if _, err := r.e.Open(newProducer(&r.s, cfg.DeadLetter.ErrorTopic, log)); err != nil {
+		return err
 	}
+	defer r.e.Stopped()
 	// A resumed partition is fetched again only after the broker's fetch in flight returns,
 	// which waits up to FetchMaxWait when the other partitions have no new data: the default
 	// of 5s would stall a partition resumed after a flow-control pause or a release.
@@ -99,16 +90,12 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		if dl != nil {
-			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = dl.Close(closeCtx)
-			cancel()
-		}
+		_ = r.e.CloseDeadLetterer()
 		return fmt.Errorf("run: new consumer client: %w", err)
 	}
 	r.mu.Lock()
 	r.cons = &consumer{cl: cl}
-	r.e.Start(dl)
+	r.e.Start()
 	r.mu.Unlock()
 	log.Info("consumer started", "client", "franz-go", "topics", cfg.Topics)
 

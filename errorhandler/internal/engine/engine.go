@@ -52,6 +52,7 @@ type Engine[K, V any] struct {
 	throttle *throttle
 	sem      chan struct{}
 
+	opened  atomic.Bool // set by Open: a Runner runs once
 	running atomic.Bool
 	stopped chan struct{} // closed by Stopped
 	control chan releaseRequest
@@ -109,9 +110,27 @@ func (e *Engine[K, V]) Logger() *slog.Logger { return e.log }
 // suppressed since the last one that was.
 func (e *Engine[K, V]) Throttle(key string) (bool, int) { return e.throttle.allow(key) }
 
-// Start marks the engine running, dead-lettering through dl (nil without an error topic).
-func (e *Engine[K, V]) Start(dl *DeadLetterer) {
+// Open begins a Runner's Run: a second Run is refused, and the DeadLetterer is built with
+// newProducer when an error topic is configured (nil otherwise). When Open returns nil, the
+// caller defers Stopped; a Run that cannot start its consumer then calls CloseDeadLetterer.
+func (e *Engine[K, V]) Open(newProducer NewProducerFunc) (*DeadLetterer, error) {
+	if !e.opened.CompareAndSwap(false, true) {
+		return nil, errors.New("run: the runner was already started")
+	}
+	if e.cfg.DeadLetter.ErrorTopic == "" {
+		return nil, nil
+	}
+	dl, err := NewDeadLetterer(e.cfg.DeadLetter, newProducer)
+	if err != nil {
+		e.Stopped()
+		return nil, fmt.Errorf("run: dead letter: %w", err)
+	}
 	e.dl = dl
+	return dl, nil
+}
+
+// Start marks the engine running, dead-lettering through the DeadLetterer of Open.
+func (e *Engine[K, V]) Start() {
 	e.nextCommit = time.Now().Add(e.cfg.CommitInterval)
 	e.running.Store(true)
 }

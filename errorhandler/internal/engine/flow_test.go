@@ -59,7 +59,10 @@ func flowEngine(t *testing.T, gate chan struct{}) (*Engine[[]byte, []byte], *fak
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Start(nil)
+	if _, err := e.Open(nil); err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
 	e.Assign([]TP{{"t", 0}, {"t", 1}})
 	c := newFakeConsumer()
 	t.Cleanup(func() {
