@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -42,19 +41,13 @@ type DeadLettersConfig struct {
 // few dead-lettered twice, a few tombstones), Connect converter and sink failures (some with a
 // null exception message).
 type DeadLetters struct {
-	cfg      DeadLettersConfig
-	producer *kafka.Producer
-	rnd      *rand.Rand
+	cfg  DeadLettersConfig
+	feed *feed
+	rnd  *rand.Rand
 }
 
 // NewDeadLetters returns a feeder; Run starts it.
 func NewDeadLetters(cfg DeadLettersConfig) (*DeadLetters, error) {
-	if cfg.Brokers == "" {
-		return nil, errors.New("invalid config: Brokers is empty")
-	}
-	if cfg.Logger == nil {
-		return nil, errors.New("invalid config: Logger is nil")
-	}
 	if cfg.SpringTopic == "" {
 		cfg.SpringTopic = "payments.DLT"
 	}
@@ -67,20 +60,11 @@ func NewDeadLetters(cfg DeadLettersConfig) (*DeadLetters, error) {
 	if cfg.ConnectOriginalTopic == "" {
 		cfg.ConnectOriginalTopic = "invoices"
 	}
-	if cfg.Rate == 0 {
-		cfg.Rate = 0.5
-	}
-	if cfg.Rate < 0 {
-		return nil, fmt.Errorf("invalid config: Rate %g is negative", cfg.Rate)
-	}
-	if cfg.Seed == 0 {
-		cfg.Seed = uint64(time.Now().UnixNano())
-	}
-	p, err := newProducer(cfg.Brokers)
+	f, err := newFeed("dead-letter feeder", cfg.Brokers, cfg.Logger, &cfg.Rate, 0.5, &cfg.Seed, cfg.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("dead-letter feeder producer: %w", err)
+		return nil, err
 	}
-	return &DeadLetters{cfg: cfg, producer: p, rnd: rand.New(rand.NewPCG(cfg.Seed, 11))}, nil
+	return &DeadLetters{cfg: cfg, feed: f, rnd: rand.New(rand.NewPCG(cfg.Seed, 11))}, nil
 }
 
 func be32(n int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(n)) }
@@ -194,32 +178,11 @@ func (d *DeadLetters) connect(n int) *kafka.Message {
 // Run writes records, alternating the Spring topic and the Connect queue, until ctx ends or
 // Limit is reached, then flushes and closes the producer.
 func (d *DeadLetters) Run(ctx context.Context) error {
-	defer d.producer.Close()
-	go func() {
-		for e := range d.producer.Events() {
-			if m, ok := e.(*kafka.Message); ok && m.TopicPartition.Error != nil {
-				d.cfg.Logger.Warn("demo dead-letter feeder: delivery failed", "error", m.TopicPartition.Error)
-			}
-		}
-	}()
-	tick := time.NewTicker(time.Duration(float64(time.Second) / d.cfg.Rate))
-	defer tick.Stop()
-	for n := 0; d.cfg.Limit == 0 || n < d.cfg.Limit; n++ {
+	return d.feed.run(ctx, func(n int) *kafka.Message {
 		msg := d.spring(n / 2)
 		if n%2 == 1 {
 			msg = d.connect(n / 2)
 		}
-		if err := d.producer.Produce(msg, nil); err != nil {
-			d.cfg.Logger.Warn("demo dead-letter feeder: produce", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			d.producer.Flush(5000)
-			return nil
-		case <-tick.C:
-		}
-	}
-	d.producer.Flush(10000)
-	<-ctx.Done()
-	return nil
+		return msg
+	}, nil)
 }

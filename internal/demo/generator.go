@@ -3,11 +3,9 @@ package demo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
@@ -32,36 +30,21 @@ type GeneratorConfig struct {
 // temporary failures (which succeed after a resend), permanent failures and panics.
 type Generator struct {
 	cfg      GeneratorConfig
-	producer *kafka.Producer
+	feed     *feed
 	rnd      *rand.Rand
 	produced map[Kind]int
 }
 
 // NewGenerator returns a generator; Run starts it.
 func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
-	if cfg.Brokers == "" {
-		return nil, errors.New("invalid config: Brokers is empty")
-	}
-	if cfg.Logger == nil {
-		return nil, errors.New("invalid config: Logger is nil")
-	}
 	if cfg.Topic == "" {
 		cfg.Topic = "orders"
 	}
-	if cfg.Rate == 0 {
-		cfg.Rate = 4
-	}
-	if cfg.Rate < 0 {
-		return nil, fmt.Errorf("invalid config: Rate %g is negative", cfg.Rate)
-	}
-	if cfg.Seed == 0 {
-		cfg.Seed = uint64(time.Now().UnixNano())
-	}
-	p, err := newProducer(cfg.Brokers)
+	f, err := newFeed("generator", cfg.Brokers, cfg.Logger, &cfg.Rate, 4, &cfg.Seed, cfg.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("generator producer: %w", err)
+		return nil, err
 	}
-	return &Generator{cfg: cfg, producer: p, rnd: rand.New(rand.NewPCG(cfg.Seed, 7)), produced: map[Kind]int{}}, nil
+	return &Generator{cfg: cfg, feed: f, rnd: rand.New(rand.NewPCG(cfg.Seed, 7)), produced: map[Kind]int{}}, nil
 }
 
 // kindAt chooses the kind of the n-th record: the first few cover every kind, then a weighted
@@ -123,33 +106,12 @@ func (g *Generator) record(n int) (*kafka.Message, Kind) {
 
 // Run produces records until ctx ends or Limit is reached, then flushes and closes the producer.
 func (g *Generator) Run(ctx context.Context) error {
-	defer g.producer.Close()
-	go func() {
-		for e := range g.producer.Events() {
-			if m, ok := e.(*kafka.Message); ok && m.TopicPartition.Error != nil {
-				g.cfg.Logger.Warn("demo generator: delivery failed", "error", m.TopicPartition.Error)
-			}
-		}
-	}()
-	tick := time.NewTicker(time.Duration(float64(time.Second) / g.cfg.Rate))
-	defer tick.Stop()
-	for n := 0; g.cfg.Limit == 0 || n < g.cfg.Limit; n++ {
-		msg, kind := g.record(n)
-		if err := g.producer.Produce(msg, nil); err != nil {
-			g.cfg.Logger.Warn("demo generator: produce", "error", err)
-		} else {
-			g.produced[kind]++
-		}
-		select {
-		case <-ctx.Done():
-			g.producer.Flush(5000)
-			return nil
-		case <-tick.C:
-		}
-	}
-	g.producer.Flush(10000)
-	<-ctx.Done()
-	return nil
+	var kind Kind
+	return g.feed.run(ctx, func(n int) *kafka.Message {
+		msg, k := g.record(n)
+		kind = k
+		return msg
+	}, func(int) { g.produced[kind]++ })
 }
 
 // Produced returns how many records of each kind were handed to the producer. Call it after Run
@@ -157,12 +119,3 @@ func (g *Generator) Run(ctx context.Context) error {
 func (g *Generator) Produced() map[Kind]int { return g.produced }
 
 // newProducer returns the idempotent producer of the demo's feeders.
-func newProducer(brokers string) (*kafka.Producer, error) {
-	return kafka.NewProducer(&kafka.ConfigMap{
-		"bootstrap.servers":  brokers,
-		"acks":               "all",
-		"enable.idempotence": true,
-		"linger.ms":          5,
-		"log_level":          3,
-	})
-}
