@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -29,8 +28,8 @@ type reactivateForm struct {
 // deadLettersPage is the data of the list of runs.
 type deadLettersPage struct {
 	Runs []store.Reactivation
-	// Next and First are the addresses of the next (older) and the first page of runs.
-	Next, First string
+	// Pager links the first and the next (older) page of runs.
+	Pager pager
 	// CanStart is true for an admin: the form of a new run shows.
 	CanStart bool
 	Form     reactivateForm
@@ -58,12 +57,7 @@ func (h *handler) deadLetters(w http.ResponseWriter, r *http.Request, status int
 		return
 	}
 	p := deadLettersPage{Runs: runs.Items, CanStart: isAdmin(r), Form: f, Error: problem, MaxLimit: operator.MaxReactivateLimit}
-	if cursor != "" {
-		p.First = "/dead-letters"
-	}
-	if runs.Next != "" {
-		p.Next = "/dead-letters?" + url.Values{paramCursor: {runs.Next}}.Encode()
-	}
+	p.Pager = forwardPager("/dead-letters", cursor, runs.Next)
 	h.render(w, r, status, "deadletters", "Dead letters", p)
 }
 

@@ -192,8 +192,8 @@ func (h *handler) changeJob(w http.ResponseWriter, r *http.Request, op string) {
 
 // jobsPage is the data of the job list.
 type jobsPage struct {
-	Jobs        []jobRow
-	Next, First string
+	Jobs  []jobRow
+	Pager pager
 }
 
 // jobRow is a job of the list with its progress.
@@ -213,12 +213,7 @@ func (h *handler) getJobs(w http.ResponseWriter, r *http.Request) {
 	for _, j := range page.Items {
 		p.Jobs = append(p.Jobs, jobRow{JobView: j, Acted: j.Done + j.Skipped + j.Failed})
 	}
-	if cursor != "" {
-		p.First = "/jobs"
-	}
-	if page.Next != "" {
-		p.Next = "/jobs?" + url.Values{paramCursor: {page.Next}}.Encode()
-	}
+	p.Pager = forwardPager("/jobs", cursor, page.Next)
 	h.render(w, r, http.StatusOK, "jobs", "Jobs", p)
 }
 

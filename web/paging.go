@@ -88,6 +88,19 @@ type pager struct {
 	First, Prev, Next string
 }
 
+// forwardPager returns the links of a list that keeps no history of its pages: the first page
+// (when cursor is not the first's) and the next (when next is not empty).
+func forwardPager(path, cursor, next string) pager {
+	var p pager
+	if cursor != "" {
+		p.First = path
+	}
+	if next != "" {
+		p.Next = path + "?" + url.Values{paramCursor: {next}}.Encode()
+	}
+	return p
+}
+
 // newPager returns the links of the page at cursor, with hist the cursors before it and next
 // the cursor of the following page ("" on the last page). base holds the list's other query
 // parameters (the filter), kept in every link.
