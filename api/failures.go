@@ -81,18 +81,37 @@ func positionString(o int64) *string {
 	return &s
 }
 
-func summariesJSON(in []store.FailureSummary) []failureSummary {
-	out := make([]failureSummary, len(in))
-	for i := range in {
-		out[i] = summaryJSON(&in[i])
-	}
-	return out
-}
-
 // page is a list response.
 type page[T any] struct {
 	Data       []T     `json:"data"`
 	NextCursor *string `json:"next_cursor"`
+}
+
+// pageOf returns the page of items, each written by conv, whose next page is at the cursor
+// next ("" on the last page).
+func pageOf[S, T any](items []S, conv func(*S) T, next string) page[T] {
+	p := page[T]{Data: listOf(items, conv)}
+	if next != "" {
+		p.NextCursor = &next
+	}
+	return p
+}
+
+// listOf returns items, each written by conv.
+func listOf[S, T any](items []S, conv func(*S) T) []T {
+	out := make([]T, len(items))
+	for i := range items {
+		out[i] = conv(&items[i])
+	}
+	return out
+}
+
+// seqCursor is the cursor of a list paged by a sequence number: "" for 0, the last page.
+func seqCursor(next int64) string {
+	if next == 0 {
+		return ""
+	}
+	return strconv.FormatInt(next, 10)
 }
 
 // failurePage is a page of failures, with the total when asked for.
@@ -139,10 +158,7 @@ func (a *api) listFailures(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	resp := failurePage{page: page[failureSummary]{Data: summariesJSON(p.Items)}}
-	if p.Next != "" {
-		resp.NextCursor = &p.Next
-	}
+	resp := failurePage{page: pageOf(p.Items, summaryJSON, p.Next)}
 	if p.Total != nil {
 		resp.Total = &totalJSON{Count: *p.Total, More: p.TotalMore}
 	}
@@ -244,14 +260,12 @@ type auditJSON struct {
 	At        time.Time      `json:"at"`
 }
 
-func auditListJSON(in []store.AuditEntry) []auditJSON {
-	out := make([]auditJSON, len(in))
-	for i, e := range in {
-		out[i] = auditJSON{ID: e.ID, FailureID: e.FailureID, GroupID: e.GroupID, Action: e.Action,
-			Principal: e.Principal, Reason: e.Reason, Details: e.Details, At: e.At}
-	}
-	return out
+func auditEntryJSON(e *store.AuditEntry) auditJSON {
+	return auditJSON{ID: e.ID, FailureID: e.FailureID, GroupID: e.GroupID, Action: e.Action,
+		Principal: e.Principal, Reason: e.Reason, Details: e.Details, At: e.At}
 }
+
+func auditListJSON(in []store.AuditEntry) []auditJSON { return listOf(in, auditEntryJSON) }
 
 // failureDetail is everything stored about a failure.
 type failureDetail struct {
@@ -325,7 +339,7 @@ func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 		LeaseUntil:      d.LeaseUntil,
 		ClosedReason:    f.ClosedReason,
 		ClosedBy:        f.ClosedBy,
-		Attempts:        summariesJSON(d.Chain),
+		Attempts:        listOf(d.Chain, summaryJSON),
 		Audit:           auditListJSON(d.Audit),
 	}
 	for i, h := range f.Headers {

@@ -64,14 +64,7 @@ func (a *api) listGroups(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	resp := page[groupJSON]{Data: make([]groupJSON, len(p.Items))}
-	for i := range p.Items {
-		resp.Data[i] = a.newGroupJSON(&p.Items[i])
-	}
-	if p.Next != "" {
-		resp.NextCursor = &p.Next
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, pageOf(p.Items, a.newGroupJSON, p.Next))
 }
 
 // getGroup serves GET /groups/{id}.

@@ -57,14 +57,7 @@ func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	resp := page[jobJSON]{Data: make([]jobJSON, len(p.Items))}
-	for i := range p.Items {
-		resp.Data[i] = newJobJSON(&p.Items[i])
-	}
-	if p.Next != "" {
-		resp.NextCursor = &p.Next
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, pageOf(p.Items, newJobJSON, p.Next))
 }
 
 // jobBody is the body of POST /jobs: an action on ids or a filter.
@@ -152,11 +145,7 @@ func (a *api) listJobAudit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	resp := page[auditJSON]{Data: auditListJSON(p.Items)}
-	if p.Next != "" {
-		resp.NextCursor = &p.Next
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, pageOf(p.Items, auditEntryJSON, p.Next))
 }
 
 // jobItemJSON is one pinned failure of a job.
@@ -194,19 +183,16 @@ func (a *api) listJobItems(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	resp := page[jobItemJSON]{Data: make([]jobItemJSON, len(p.Items))}
-	for i, it := range p.Items {
-		resp.Data[i] = jobItemJSON{Seq: it.Seq, FailureID: it.FailureID, Detail: it.Detail, DoneAt: it.DoneAt}
-		if it.Outcome != "" {
-			o := string(it.Outcome)
-			resp.Data[i].Outcome = &o
-		}
+	writeJSON(w, http.StatusOK, pageOf(p.Items, newJobItemJSON, seqCursor(p.Next)))
+}
+
+func newJobItemJSON(it *store.JobItem) jobItemJSON {
+	out := jobItemJSON{Seq: it.Seq, FailureID: it.FailureID, Detail: it.Detail, DoneAt: it.DoneAt}
+	if it.Outcome != "" {
+		o := string(it.Outcome)
+		out.Outcome = &o
 	}
-	if p.Next != 0 {
-		c := strconv.FormatInt(p.Next, 10)
-		resp.NextCursor = &c
-	}
-	writeJSON(w, http.StatusOK, resp)
+	return out
 }
 
 // tokenBody is the body of POST /jobs/{id}/start.

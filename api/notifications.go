@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/redrive/redrive/store"
 )
 
 // notificationJSON is one notification with its delivery attempts.
@@ -52,26 +54,23 @@ func (a *api) listNotifications(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	resp := page[notificationJSON]{Data: make([]notificationJSON, len(p.Items))}
-	for i, n := range p.Items {
-		out := notificationJSON{ID: n.ID, Webhook: n.Webhook, Event: n.EventType, Payload: n.Payload, CreatedAt: n.CreatedAt,
-			Attempts: make([]attemptJSON, len(n.Log)), DeliveredAt: n.DeliveredAt, GaveUpAt: n.GaveUpAt, LastError: n.LastError}
-		if n.DeliveredAt == nil && n.GaveUpAt == nil {
-			next := n.NextAttemptAt
-			out.NextAttempt = &next
-		}
-		for j, at := range n.Log {
-			out.Attempts[j] = attemptJSON{Attempt: at.Attempt, At: at.At, Error: at.Error, DurationMS: at.Duration.Milliseconds()}
-			if at.Status != 0 {
-				s := at.Status
-				out.Attempts[j].Status = &s
-			}
-		}
-		resp.Data[i] = out
+	writeJSON(w, http.StatusOK, pageOf(p.Items, newNotificationJSON, seqCursor(p.Next)))
+}
+
+// newNotificationJSON writes a notification with its delivery log.
+func newNotificationJSON(n *store.Notification) notificationJSON {
+	out := notificationJSON{ID: n.ID, Webhook: n.Webhook, Event: n.EventType, Payload: n.Payload, CreatedAt: n.CreatedAt,
+		Attempts: make([]attemptJSON, len(n.Log)), DeliveredAt: n.DeliveredAt, GaveUpAt: n.GaveUpAt, LastError: n.LastError}
+	if n.DeliveredAt == nil && n.GaveUpAt == nil {
+		next := n.NextAttemptAt
+		out.NextAttempt = &next
 	}
-	if p.Next != 0 {
-		c := strconv.FormatInt(p.Next, 10)
-		resp.NextCursor = &c
+	for j, at := range n.Log {
+		out.Attempts[j] = attemptJSON{Attempt: at.Attempt, At: at.At, Error: at.Error, DurationMS: at.Duration.Milliseconds()}
+		if at.Status != 0 {
+			s := at.Status
+			out.Attempts[j].Status = &s
+		}
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return out
 }

@@ -75,14 +75,7 @@ func (a *api) listReactivations(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	resp := page[reactivationJSON]{Data: make([]reactivationJSON, len(runs.Items))}
-	for i := range runs.Items {
-		resp.Data[i] = newReactivationJSON(&runs.Items[i])
-	}
-	if runs.Next != "" {
-		resp.NextCursor = &runs.Next
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, pageOf(runs.Items, newReactivationJSON, runs.Next))
 }
 
 // getReactivation serves GET /dead-letters/reactivations/{id}.
