@@ -87,11 +87,7 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &re):
 		writeProblem(w, r, re.status, re.field, re.detail)
 	case errors.As(err, &ie):
-		status := http.StatusBadRequest
-		if ie.Unprocessable {
-			status = http.StatusUnprocessableEntity
-		}
-		writeProblem(w, r, status, ie.Field, ie.Detail)
+		writeProblem(w, r, ie.Status(), ie.Field, ie.Detail)
 	case errors.Is(err, operator.ErrTracker):
 		writeProblem(w, r, http.StatusBadGateway, "", strings.TrimPrefix(err.Error(), operator.ErrTracker.Error()+": "))
 	case errors.Is(err, operator.ErrPayloadForbidden):

@@ -3,6 +3,7 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/redrive/redrive/store"
 )
@@ -43,6 +44,14 @@ func (e *InputError) Error() string {
 		return e.Detail
 	}
 	return e.Field + ": " + e.Detail
+}
+
+// Status is the HTTP status the translators answer e with: 422 when Unprocessable, else 400.
+func (e *InputError) Status() int {
+	if e.Unprocessable {
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusBadRequest
 }
 
 // invalid returns an *InputError naming field.

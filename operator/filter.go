@@ -140,12 +140,8 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 			f.HeaderValue = []byte(value)
 		}
 	}
-	if s := v.Get(ParamNoTicket); s != "" {
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return store.Filter{}, invalid(ParamNoTicket, "%q is not true or false", clip.Text(s, clip.Default))
-		}
-		f.NoTicket = b
+	if f.NoTicket, err = parseBool(v, ParamNoTicket); err != nil {
+		return store.Filter{}, err
 	}
 	if f.CreatedFrom, err = parseTime(ParamCreatedFrom, v.Get(ParamCreatedFrom)); err != nil {
 		return store.Filter{}, err

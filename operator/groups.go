@@ -31,14 +31,25 @@ func ParseGroupFilter(v url.Values) (store.GroupFilter, error) {
 			return store.GroupFilter{}, err
 		}
 	}
-	if s := v.Get(ParamOpen); s != "" {
-		open, err := strconv.ParseBool(s)
-		if err != nil {
-			return store.GroupFilter{}, invalid(ParamOpen, "%q is not true or false", clip.Text(s, clip.Default))
-		}
-		f.OpenOnly = open
+	open, err := parseBool(v, ParamOpen)
+	if err != nil {
+		return store.GroupFilter{}, err
 	}
+	f.OpenOnly = open
 	return f, nil
+}
+
+// parseBool reads the boolean parameter param of v; absent is false.
+func parseBool(v url.Values, param string) (bool, error) {
+	s := v.Get(param)
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, invalid(param, "%q is not true or false", clip.Text(s, clip.Default))
+	}
+	return b, nil
 }
 
 // GroupListRequest selects a page of groups, most recently seen first.

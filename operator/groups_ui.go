@@ -3,10 +3,8 @@ package operator
 import (
 	"context"
 	"net/url"
-	"strconv"
 	"time"
 
-	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/store"
 )
 
@@ -29,10 +27,8 @@ func ParseGroupSearch(v url.Values) (store.GroupSearch, error) {
 		return store.GroupSearch{}, err
 	}
 	s := store.GroupSearch{GroupFilter: gf}
-	if b := v.Get(ParamNoTicket); b != "" {
-		if s.NoTicket, err = strconv.ParseBool(b); err != nil {
-			return store.GroupSearch{}, invalid(ParamNoTicket, "%q is not true or false", clip.Text(b, clip.Default))
-		}
+	if s.NoTicket, err = parseBool(v, ParamNoTicket); err != nil {
+		return store.GroupSearch{}, err
 	}
 	if s.LastSeenFrom, err = parseTime(ParamLastSeenFrom, v.Get(ParamLastSeenFrom)); err != nil {
 		return store.GroupSearch{}, err

@@ -153,11 +153,7 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request, act operator.Actio
 	res, err := h.core.Act(r.Context(), a.request(principal, false))
 	var ie *operator.InputError
 	if errors.As(err, &ie) {
-		status := http.StatusBadRequest
-		if ie.Unprocessable {
-			status = http.StatusUnprocessableEntity
-		}
-		h.confirm(w, r, a, ie.Error(), status)
+		h.confirm(w, r, a, ie.Error(), ie.Status())
 		return
 	}
 	if err != nil {
@@ -182,11 +178,7 @@ func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
 	var ie *operator.InputError
 	switch {
 	case errors.As(err, &ie):
-		status := http.StatusBadRequest
-		if ie.Unprocessable {
-			status = http.StatusUnprocessableEntity
-		}
-		h.renderError(w, r, status, "The request is not valid: "+ie.Error())
+		h.renderError(w, r, ie.Status(), "The request is not valid: "+ie.Error())
 	case errors.Is(err, operator.ErrUnavailable):
 		h.renderError(w, r, http.StatusServiceUnavailable, "This server cannot do this now: resending is not configured here, or the server is shutting down.")
 	default:

@@ -115,12 +115,8 @@ func (h *handler) postJobPreview(w http.ResponseWriter, r *http.Request) {
 	var ie *operator.InputError
 	switch {
 	case errors.As(err, &ie):
-		status := http.StatusBadRequest
-		if ie.Unprocessable {
-			status = http.StatusUnprocessableEntity
-		}
 		p.Error = ie.Error()
-		h.render(w, r, status, "jobpreview", jobTitle(j.Action), p)
+		h.render(w, r, ie.Status(), "jobpreview", jobTitle(j.Action), p)
 		return
 	case err != nil:
 		h.refused(w, r, err)
