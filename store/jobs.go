@@ -496,8 +496,8 @@ func (s *Store) ListJobs(ctx context.Context, after *JobPosition, limit int) ([]
 	if err != nil {
 		return nil, false, fmt.Errorf("list jobs: %w", err)
 	}
-	more := len(jobs) > limit
-	return jobs[:min(len(jobs), limit)], more, nil
+	jobs, more := pageRows(jobs, limit)
+	return jobs, more, nil
 }
 
 // JobItemsParams selects a page of a job's items.
@@ -537,8 +537,8 @@ func (s *Store) JobItems(ctx context.Context, p JobItemsParams) ([]JobItem, bool
 	if err != nil {
 		return nil, false, fmt.Errorf("job items: %w", err)
 	}
-	more := len(items) > p.Limit
-	return items[:min(len(items), p.Limit)], more, nil
+	items, more := pageRows(items, p.Limit)
+	return items, more, nil
 }
 
 // DeleteExpiredPreviews deletes the previews whose token expired before cutoff, with their
@@ -611,10 +611,17 @@ func (s *Store) JobAuditPage(ctx context.Context, jobID uuid.UUID, after *AuditP
 	if err != nil {
 		return nil, false, fmt.Errorf("job audit page: %w", err)
 	}
-	if len(out) > limit {
-		return out[:limit], true, nil
+	out, more := pageRows(out, limit)
+	return out, more, nil
+}
+
+// pageRows cuts rows, read with a limit of limit+1, to a page of limit, and reports whether
+// there are more.
+func pageRows[T any](rows []T, limit int) ([]T, bool) {
+	if len(rows) > limit {
+		return rows[:limit], true
 	}
-	return out, false, nil
+	return rows, false
 }
 
 // JobAudit returns the audit entries of a job, at most limit: its own (preview, start, pause,

@@ -263,10 +263,8 @@ func (s *Store) ListReactivations(ctx context.Context, topic string, before int6
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("list reactivations: %w", err)
 	}
-	if len(out) > limit {
-		return out[:limit], true, nil
-	}
-	return out, false, nil
+	out, more := pageRows(out, limit)
+	return out, more, nil
 }
 
 // ReactivationPositions returns the next offset per partition of topic where the next run
