@@ -186,6 +186,34 @@ func produceBench(b *testing.B, k *testkit.Cluster, topic string, n int) {
 // record: mostly the consumer group's join, which varies between runs whatever the consumer.
 var firstRecord time.Duration
 
+// benchFranzConsumer returns a kgo consumer of topic in group, from the start, with opts.
+func benchFranzConsumer(b *testing.B, k *testkit.Cluster, topic, group string, opts ...kgo.Opt) *kgo.Client {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...), kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cl
+}
+
+// benchConfluentConsumer returns a confluent-kafka-go consumer subscribed to topic in group,
+// from the start, with the extra settings.
+func benchConfluentConsumer(b *testing.B, k *testkit.Cluster, topic, group string, extra kafka.ConfigMap) *kafka.Consumer {
+	cfg := kafka.ConfigMap{"bootstrap.servers": k.Bootstrap(), "group.id": group, "auto.offset.reset": "earliest", "log_level": 3}
+	for key, v := range extra {
+		cfg[key] = v
+	}
+	c, err := kafka.NewConsumer(&cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Subscribe(topic, nil); err != nil {
+		_ = c.Close()
+		b.Fatal(err)
+	}
+	return c
+}
+
 // benchDecoder and benchHandle are the work every variant does per record.
 var benchDecoder = eh.Bytes()
 
@@ -207,11 +235,7 @@ func benchFranzPlain(b *testing.B, k *testkit.Cluster, topic string, n int, grou
 // franzPlainLoop consumes n records of topic in a plain kgo poll loop, decoding and handling
 // each inline, then calling then (when not nil) with it.
 func franzPlainLoop(b *testing.B, k *testkit.Cluster, topic string, n int, group string, start time.Time, then func(*kgo.Record)) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...), kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cl := benchFranzConsumer(b, k, topic, group)
 	defer cl.Close()
 	ctx := context.Background()
 	for got := 0; got < n; {
@@ -237,15 +261,8 @@ func franzPlainLoop(b *testing.B, k *testkit.Cluster, topic string, n int, group
 
 func benchConfluentPlain(b *testing.B, k *testkit.Cluster, topic string, n int, group string) time.Duration {
 	start := time.Now()
-	cfg := kafka.ConfigMap{"bootstrap.servers": k.Bootstrap(), "group.id": group, "auto.offset.reset": "earliest", "log_level": 3}
-	c, err := kafka.NewConsumer(&cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := benchConfluentConsumer(b, k, topic, group, nil)
 	defer c.Close()
-	if err := c.Subscribe(topic, nil); err != nil {
-		b.Fatal(err)
-	}
 	for got := 0; got < n; {
 		if m, ok := c.Poll(100).(*kafka.Message); ok {
 			v, err := benchDecoder.Decode(topic, m.Value)
@@ -438,11 +455,7 @@ func benchSync(b *testing.B, k *testkit.Cluster, client, topic string, n int, gr
 			b.Fatal(err)
 		}
 		defer dl.Close(ctx)
-		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...), kgo.ConsumerGroup(group),
-			kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitMarks())
-		if err != nil {
-			b.Fatal(err)
-		}
+		cl := benchFranzConsumer(b, k, topic, group, kgo.AutoCommitMarks())
 		defer cl.Close()
 		for got := 0; got < n; {
 			for _, r := range cl.PollRecords(ctx, n-got).Records() {
@@ -466,16 +479,8 @@ func benchSync(b *testing.B, k *testkit.Cluster, client, topic string, n int, gr
 		b.Fatal(err)
 	}
 	defer dl.Close(ctx)
-	cfg := kafka.ConfigMap{"bootstrap.servers": k.Bootstrap(), "group.id": group, "auto.offset.reset": "earliest",
-		"enable.auto.offset.store": false, "log_level": 3}
-	c, err := kafka.NewConsumer(&cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := benchConfluentConsumer(b, k, topic, group, kafka.ConfigMap{"enable.auto.offset.store": false})
 	defer c.Close()
-	if err := c.Subscribe(topic, nil); err != nil {
-		b.Fatal(err)
-	}
 	for got := 0; got < n; {
 		m, ok := c.Poll(100).(*kafka.Message)
 		if !ok {
