@@ -74,11 +74,6 @@ func TestEachNotificationOnce(t *testing.T) {
 	a := newNotifier(t, s, func(c *notify.Config) { c.Webhooks = []notify.Webhook{hook}; c.BaseURL = "https://redrive.example/" })
 	b := newNotifier(t, s, func(c *notify.Config) { c.Webhooks = []notify.Webhook{hook}; c.BaseURL = "https://redrive.example" })
 	ctx := context.Background()
-	// The first round sets the watermark: no flood of history.
-	testkit.InsertFailure(t, pool, testkit.FailureRow{ErrorCode: "OLD"})
-	if err := a.Round(ctx); err != nil {
-		t.Fatal(err)
-	}
 	testkit.InsertFailure(t, pool, testkit.FailureRow{ErrorCode: "NEW_KIND", PublisherService: "billing"})
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -1,13 +1,18 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Notification is one event to tell one webhook, with its delivery state.
@@ -42,6 +47,12 @@ type NotifyAttempt struct {
 // and returns how many it stored: each event is notified once per webhook, however many
 // instances detect it.
 func (s *Store) EnqueueNotifications(ctx context.Context, ns []Notification) (int64, error) {
+	return enqueueNotifications(ctx, s.pool, ns)
+}
+
+func enqueueNotifications(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, ns []Notification) (int64, error) {
 	if len(ns) == 0 {
 		return 0, nil
 	}
@@ -54,7 +65,7 @@ func (s *Store) EnqueueNotifications(ctx context.Context, ns []Notification) (in
 		}
 		hooks[i], types[i], keys[i], payloads[i], at[i] = n.Webhook, n.EventType, n.DedupeKey, string(b), n.CreatedAt
 	}
-	ct, err := s.pool.Exec(ctx, `
+	ct, err := db.Exec(ctx, `
 		INSERT INTO notify_outbox (webhook, event_type, dedupe_key, payload, created_at, next_attempt_at)
 		SELECT w, t, k, p::jsonb, a, a FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS u(w, t, k, p, a)
 		ON CONFLICT ON CONSTRAINT notify_outbox_once_key DO NOTHING`, hooks, types, keys, payloads, at)
@@ -179,45 +190,163 @@ func (s *Store) ListNotifications(ctx context.Context, before int64, limit int) 
 	return out, arows.Err()
 }
 
-// NotifyWatermark returns where a detector got to; ok is false before its first run.
-func (s *Store) NotifyWatermark(ctx context.Context, detector string) (time.Time, bool, error) {
-	var at time.Time
-	err := s.pool.QueryRow(ctx, `SELECT at FROM notify_watermarks WHERE detector = $1`, detector).Scan(&at)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, false, nil
-	}
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("notify watermark: %w", err)
-	}
-	return at, true, nil
+// Event types of the events outbox: triggers write them in the transaction of the change
+// (migration 015), RelayNotifyEvents takes them.
+const (
+	NotifyEventGroupNew         = "group.new"
+	NotifyEventFailureExhausted = "failure.exhausted"
+	NotifyEventJobFinished      = "job.finished"
+)
+
+// NotifyEvent is one event taken from the events outbox, with what it is about: Group for
+// group.new, Failure for failure.exhausted, Job for job.finished; nil when that is gone (deleted
+// since).
+type NotifyEvent struct {
+	ID        int64
+	EventType string
+	// Subject is the group id, failure id or job id, as text.
+	Subject string
+	// At is when the change that made the event began.
+	At      time.Time
+	Group   *Group
+	Failure *FailureSummary
+	Job     *Job
 }
 
-// AdvanceNotifyWatermark moves a detector's watermark to at, never back.
-func (s *Store) AdvanceNotifyWatermark(ctx context.Context, detector string, at time.Time) error {
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO notify_watermarks (detector, at) VALUES ($1, $2)
-		ON CONFLICT (detector) DO UPDATE SET at = greatest(notify_watermarks.at, excluded.at)`, detector, at)
+// NotifyBuilder turns taken events into notifications; it runs inside the transaction that
+// takes them, so an error (or a crash) leaves every event of the page to the next taker.
+type NotifyBuilder func(ctx context.Context, events []NotifyEvent) ([]Notification, error)
+
+// RelayNotifyEvents takes up to limit waiting events (oldest first, skipping those another
+// instance holds), has build turn them into notifications, and in the same transaction stores
+// those (as EnqueueNotifications does) and deletes the events. It returns how many events it
+// took: fewer than limit means none are left that no one else holds. Either the whole page
+// becomes notifications or nothing changes: an instance that dies mid-batch leaves its events
+// to the others, whatever the number waiting.
+func (s *Store) RelayNotifyEvents(ctx context.Context, limit int, build NotifyBuilder) (int, error) {
+	taken := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			DELETE FROM notify_events WHERE id IN (
+				SELECT id FROM notify_events ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1)
+			RETURNING id, event_type, subject, at`, limit)
+		if err != nil {
+			return err
+		}
+		events, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (NotifyEvent, error) {
+			var e NotifyEvent
+			return e, r.Scan(&e.ID, &e.EventType, &e.Subject, &e.At)
+		})
+		if err != nil || len(events) == 0 {
+			return err
+		}
+		slices.SortFunc(events, func(a, b NotifyEvent) int { return cmp.Compare(a.ID, b.ID) })
+		if err := loadNotifySubjects(ctx, tx, events); err != nil {
+			return err
+		}
+		ns, err := build(ctx, events)
+		if err != nil {
+			return err
+		}
+		if _, err := enqueueNotifications(ctx, tx, ns); err != nil {
+			return err
+		}
+		taken = len(events)
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("advance notify watermark: %w", err)
+		return 0, fmt.Errorf("relay notify events: %w", err)
+	}
+	return taken, nil
+}
+
+// loadNotifySubjects fills each event's subject, three queries at most.
+func loadNotifySubjects(ctx context.Context, tx pgx.Tx, events []NotifyEvent) error {
+	var groupIDs []int64
+	var failureIDs, jobIDs []uuid.UUID
+	for _, e := range events {
+		switch e.EventType {
+		case NotifyEventGroupNew:
+			if id, err := strconv.ParseInt(e.Subject, 10, 64); err == nil {
+				groupIDs = append(groupIDs, id)
+			}
+		case NotifyEventFailureExhausted:
+			if id, err := uuid.Parse(e.Subject); err == nil {
+				failureIDs = append(failureIDs, id)
+			}
+		case NotifyEventJobFinished:
+			if id, err := uuid.Parse(e.Subject); err == nil {
+				jobIDs = append(jobIDs, id)
+			}
+		}
+	}
+	groups := map[string]*Group{}
+	if len(groupIDs) > 0 {
+		rows, err := tx.Query(ctx, `SELECT id, publisher_service, message_type, error_code, stack_trace_hash, ticket, note,
+			first_seen, last_seen FROM failure_groups WHERE id = ANY($1)`, groupIDs)
+		if err != nil {
+			return fmt.Errorf("new groups: %w", err)
+		}
+		gs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Group, error) {
+			var g Group
+			return g, r.Scan(&g.ID, &g.PublisherService, &g.MessageType, &g.ErrorCode, &g.StackTraceHash, &g.Ticket, &g.Note, &g.FirstSeen, &g.LastSeen)
+		})
+		if err != nil {
+			return fmt.Errorf("new groups: %w", err)
+		}
+		for i := range gs {
+			groups[strconv.FormatInt(gs[i].ID, 10)] = &gs[i]
+		}
+	}
+	failures := map[string]*FailureSummary{}
+	if len(failureIDs) > 0 {
+		rows, err := tx.Query(ctx, "SELECT "+summaryColumns+" FROM failures f WHERE f.id = ANY($1)", failureIDs)
+		if err != nil {
+			return fmt.Errorf("exhausted failures: %w", err)
+		}
+		fs, err := scanSummaries(rows)
+		if err != nil {
+			return fmt.Errorf("exhausted failures: %w", err)
+		}
+		for i := range fs {
+			failures[fs[i].ID.String()] = &fs[i]
+		}
+	}
+	jobs := map[string]*Job{}
+	if len(jobIDs) > 0 {
+		rows, err := tx.Query(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id = ANY($1)", jobIDs)
+		if err != nil {
+			return fmt.Errorf("finished jobs: %w", err)
+		}
+		js, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Job, error) { return scanJob(r) })
+		if err != nil {
+			return fmt.Errorf("finished jobs: %w", err)
+		}
+		for _, j := range js {
+			jobs[j.ID.String()] = j
+		}
+	}
+	for i := range events {
+		e := &events[i]
+		switch e.EventType {
+		case NotifyEventGroupNew:
+			e.Group = groups[e.Subject]
+		case NotifyEventFailureExhausted:
+			e.Failure = failures[strings.ToLower(e.Subject)]
+		case NotifyEventJobFinished:
+			e.Job = jobs[strings.ToLower(e.Subject)]
+		}
 	}
 	return nil
 }
 
-// GroupsFirstSeenSince returns up to limit groups first seen after since, oldest first.
-func (s *Store) GroupsFirstSeenSince(ctx context.Context, since time.Time, limit int) ([]Group, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, publisher_service, message_type, error_code, stack_trace_hash, ticket, note,
-		first_seen, last_seen FROM failure_groups WHERE first_seen > $1 ORDER BY first_seen, id LIMIT $2`, since, limit)
-	if err != nil {
-		return nil, fmt.Errorf("new groups: %w", err)
+// NotifyEventsWaiting returns how many events wait to become notifications.
+func (s *Store) NotifyEventsWaiting(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM notify_events`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("notify events waiting: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Group, error) {
-		var g Group
-		return g, r.Scan(&g.ID, &g.PublisherService, &g.MessageType, &g.ErrorCode, &g.StackTraceHash, &g.Ticket, &g.Note, &g.FirstSeen, &g.LastSeen)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("new groups: %w", err)
-	}
-	return out, nil
+	return n, nil
 }
 
 // BusyGroups returns the groups with at least threshold failures stored since since, with the
@@ -238,42 +367,6 @@ func (s *Store) BusyGroups(ctx context.Context, since time.Time, threshold int) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("busy groups: %w", err)
-	}
-	return out, nil
-}
-
-// ExhaustedSince returns up to limit failures that became PERMANENT with their retries
-// exhausted after since, oldest first.
-func (s *Store) ExhaustedSince(ctx context.Context, since time.Time, limit int) ([]FailureSummary, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+summaryColumns+` FROM failures f
-		WHERE f.state = 'PERMANENT' AND f.state_reason = $3 AND f.updated_at > $1 ORDER BY f.updated_at, f.id LIMIT $2`,
-		since, limit, StateReasonRetriesExhausted)
-	if err != nil {
-		return nil, fmt.Errorf("exhausted failures: %w", err)
-	}
-	out, err := scanSummaries(rows)
-	if err != nil {
-		return nil, fmt.Errorf("exhausted failures: %w", err)
-	}
-	return out, nil
-}
-
-// JobsFinishedSince returns up to limit jobs that finished (DONE or CANCELED) after since.
-func (s *Store) JobsFinishedSince(ctx context.Context, since time.Time, limit int) ([]Job, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE state IN ('DONE', 'CANCELED') AND finished_at > $1
-		ORDER BY finished_at, id LIMIT $2`, since, limit)
-	if err != nil {
-		return nil, fmt.Errorf("finished jobs: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
-		j, err := scanJob(r)
-		if err != nil {
-			return Job{}, err
-		}
-		return *j, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("finished jobs: %w", err)
 	}
 	return out, nil
 }
