@@ -148,7 +148,7 @@ func New(cfg Config) (*Notifier, error) {
 			bad("webhook %q: URL %q is not an http(s) URL", w.Name, redactURL(w.URL))
 		case !cfg.AllowLinkLocal:
 			if err := checkTarget(u.Hostname()); err != nil {
-				bad("webhook %q: %v is refused as a target (it reaches this machine's cloud credentials, not a receiver; allow it explicitly if it is meant)", w.Name, err)
+				bad("webhook %q: %w is refused as a target (it reaches this machine's own services and cloud credentials, not a receiver)", w.Name, err)
 			}
 		}
 		for _, e := range w.Events {

@@ -62,10 +62,11 @@ type operatorConfig struct {
 	RepairRole   string
 	RepairTopics string
 
-	WebhooksFile    string
-	NotifyThreshold int
-	NotifyWindow    time.Duration
-	PublicURL       string
+	WebhooksFile           string
+	WebhooksAllowLinkLocal bool
+	NotifyThreshold        int
+	NotifyWindow           time.Duration
+	PublicURL              string
 }
 
 // jiraFlags configure opening tickets from groups.
@@ -114,6 +115,7 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	jiraDesc := ef.String("jira-description", "REDRIVE_JIRA_DESCRIPTION", "{count} failures of {message_type} in {service} ({error_code}), first seen {first_seen}, last seen {last_seen}.\\n{link}", "description template of a ticket")
 	ticketLink := ef.String("ticket-url-template", "REDRIVE_TICKET_URL_TEMPLATE", "", "address of a group's ticket in any tracker, e.g. https://tracker.example/browse/{ticket}")
 	webhooks := ef.String("webhooks-file", "REDRIVE_WEBHOOKS_FILE", "", "file of outgoing webhooks (NAME URL [events=…] [format=json|slack] [secret=env:VAR|file:PATH] per line)")
+	allowLinkLocal := ef.Bool("webhooks-allow-link-local", "REDRIVE_WEBHOOKS_ALLOW_LINK_LOCAL", false, "let webhooks reach link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, metadata.google.internal, …), refused otherwise")
 	threshold := ef.Int("notify-threshold", "REDRIVE_NOTIFY_THRESHOLD", 100, "failures of one group within the notify window that make a group.threshold notification; negative disables")
 	window := ef.Duration("notify-window", "REDRIVE_NOTIFY_WINDOW", 10*time.Minute, "window of the group.threshold notification")
 	publicURL := ef.String("public-url", "REDRIVE_PUBLIC_URL", "", "the UI's public address (https://redrive.example), for links in notifications and tickets")
@@ -132,7 +134,7 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 			RepairRole: *repairRole, RepairTopics: *repairTopics,
 			Jira: jiraFlags{URL: *jiraURL, User: *jiraUser, Token: *jiraToken, Project: *jiraProject, IssueType: *jiraType,
 				Summary: *jiraSummary, Description: *jiraDesc, LinkTemplate: *ticketLink},
-			MaskingRules: *maskingRules, WebhooksFile: *webhooks, NotifyThreshold: *threshold, NotifyWindow: *window, PublicURL: *publicURL,
+			MaskingRules: *maskingRules, WebhooksFile: *webhooks, WebhooksAllowLinkLocal: *allowLinkLocal, NotifyThreshold: *threshold, NotifyWindow: *window, PublicURL: *publicURL,
 			OIDC: oidcFlags{IssuerURL: *oidcIssuer, ClientID: *oidcClient, ClientSecret: *oidcSecret, RedirectURL: *oidcRedirect,
 				Audience: *oidcAudience, RolesClaim: *oidcClaim, Roles: *oidcRoles, ClockSkew: *oidcSkew},
 			OIDCName:    *oidcName,
@@ -316,18 +318,23 @@ func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Cl
 	s.components = append(s.components, component{name: "jobs", run: func(ctx context.Context) error {
 		return core.RunJobs(ctx, operator.JobRunnerConfig{Owner: sched.InstanceID() + "/jobs"})
 	}})
+	// The notifier runs without webhooks too: it takes the waiting events and drops them, so
+	// that they do not pile up.
+	var hooks []notify.Webhook
 	if oc.WebhooksFile != "" {
-		hooks, err := notify.LoadWebhooks(oc.WebhooksFile)
-		if err != nil {
+		if hooks, err = notify.LoadWebhooks(oc.WebhooksFile); err != nil {
 			return fmt.Errorf("REDRIVE_WEBHOOKS_FILE (-webhooks-file): %w", err)
 		}
-		n, err := notify.New(notify.Config{Store: s.store, Webhooks: hooks, Threshold: oc.NotifyThreshold,
-			Window: oc.NotifyWindow, BaseURL: oc.PublicURL, Logger: s.log})
-		if err != nil {
-			return fmt.Errorf("notifications: %w", err)
-		}
-		s.components = append(s.components, component{name: "notify", run: n.Run})
 	}
+	n, err := notify.New(notify.Config{Store: s.store, Webhooks: hooks, Threshold: oc.NotifyThreshold,
+		Window: oc.NotifyWindow, BaseURL: oc.PublicURL, AllowLinkLocal: oc.WebhooksAllowLinkLocal, Logger: s.log})
+	if errors.Is(err, notify.ErrBlockedTarget) {
+		return fmt.Errorf("REDRIVE_WEBHOOKS_FILE (-webhooks-file): %w; REDRIVE_WEBHOOKS_ALLOW_LINK_LOCAL (-webhooks-allow-link-local) allows such targets", err)
+	}
+	if err != nil {
+		return fmt.Errorf("notifications: %w", err)
+	}
+	s.components = append(s.components, component{name: "notify", run: n.Run})
 	if oc.RepairRole == "" {
 		oc.RepairRole = "admin"
 	}
