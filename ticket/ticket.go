@@ -7,6 +7,12 @@
 // {stack_trace_hash}, {count} (failures in the group), {open} (open failures), {first_seen},
 // {last_seen}, {link} (the group's failures in redrive's UI). An unknown placeholder is refused
 // when the templates are parsed, with its name.
+//
+// The values come from failures, that is from the publishers, and are not trusted: in a Jira
+// description (wiki markup) each value is escaped (JiraWikiEscape) so that it renders as the
+// text it is, and in the summary (plain text) line breaks become spaces. The client sends
+// Jira's credentials to the configured origin only: it follows a redirect only to the same
+// scheme, host and port, keeping the method (307 and 308), and refuses any other.
 package ticket
 
 import (
@@ -101,7 +107,8 @@ type JiraConfig struct {
 	Summary, Description Template
 	// BaseURL is redrive's UI address, for {link}.
 	BaseURL string
-	// HTTPClient reaches Jira. Defaults to a client with a 15 s timeout.
+	// HTTPClient reaches Jira. Defaults to a client with a 15 s timeout. Whatever the client,
+	// redirects are followed only within Jira's origin (see the package comment).
 	HTTPClient *http.Client
 }
 
@@ -135,6 +142,9 @@ func NewJira(cfg JiraConfig) (*Jira, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 15 * time.Second}
 	}
+	c := *cfg.HTTPClient
+	c.CheckRedirect = sameOriginRedirects
+	cfg.HTTPClient = &c
 	cfg.URL = strings.TrimRight(cfg.URL, "/")
 	return &Jira{cfg: cfg}, nil
 }
@@ -143,10 +153,70 @@ func NewJira(cfg JiraConfig) (*Jira, error) {
 // credentials.
 var ErrTracker = errors.New("issue tracker")
 
+// errRedirect means Jira redirected where its credentials may not follow.
+var errRedirect = errors.New("redirect refused")
+
+// maxRedirects bounds the redirects a request to Jira follows.
+const maxRedirects = 3
+
+// sameOriginRedirects lets a request to Jira follow a redirect only to the same scheme, host
+// and port with the same method (so 307 and 308: a 301, 302 or 303 would turn the POST into a
+// GET that creates nothing). Anything else is refused before a request is made, so that the
+// Authorization header never leaves the configured origin, not even downgraded to http.
+func sameOriginRedirects(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	switch {
+	case len(via) > maxRedirects:
+		return fmt.Errorf("%w: more than %d redirects", errRedirect, maxRedirects)
+	case req.URL.Scheme != first.URL.Scheme || req.URL.Host != first.URL.Host:
+		return fmt.Errorf("%w: to %s://%s, another origin than %s://%s (the credentials are not sent there)", errRedirect,
+			req.URL.Scheme, req.URL.Host, first.URL.Scheme, first.URL.Host)
+	case req.Method != first.Method:
+		return fmt.Errorf("%w: it would turn the %s into a %s", errRedirect, first.Method, req.Method)
+	}
+	return nil
+}
+
+// plainLine makes a value one line of plain text.
+var plainLine = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ")
+
+// JiraWikiEscape returns s as Jira wiki markup that renders as s: every character that wiki
+// markup interprets (\ * _ ? - + ^ ~ { } [ ] | ! #) is escaped with a backslash,
+// and line breaks become spaces, so that a value can neither format, link, embed, mention nor
+// start a block (a heading, a quote, a panel, a code or noformat block).
+func JiraWikiEscape(s string) string {
+	s = plainLine.Replace(s)
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for _, r := range s {
+		if strings.ContainsRune(jiraMarkup, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// untrusted are the placeholders whose values come from the failures (the publishers); the
+// others are redrive's own: numbers, times, and the link built from the configured address.
+var untrusted = []string{"service", "source", "message_type", "error_code", "stack_trace_hash", "ticket"}
+
+// jiraMarkup lists the characters Jira's wiki renderer gives a meaning.
+const jiraMarkup = `\*_?-+^~{}[]|!#`
+
 // Create opens an issue for g and returns its key (OPS-123).
 func (j *Jira) Create(ctx context.Context, g *store.Group) (string, error) {
 	v := Values(g, j.cfg.BaseURL)
-	summary := j.cfg.Summary.Render(v)
+	plain, wiki := map[string]string{}, map[string]string{}
+	for k, s := range v {
+		plain[k], wiki[k] = plainLine.Replace(s), s
+	}
+	for _, k := range untrusted {
+		if s, ok := v[k]; ok {
+			wiki[k] = JiraWikiEscape(s)
+		}
+	}
+	summary := j.cfg.Summary.Render(plain)
 	if len(summary) > 250 { // Jira refuses longer summaries
 		summary = summary[:250]
 	}
@@ -154,7 +224,7 @@ func (j *Jira) Create(ctx context.Context, g *store.Group) (string, error) {
 		"project":     map[string]string{"key": j.cfg.Project},
 		"issuetype":   map[string]string{"name": j.cfg.IssueType},
 		"summary":     summary,
-		"description": j.cfg.Description.Render(v),
+		"description": j.cfg.Description.Render(wiki),
 	}})
 	if err != nil {
 		return "", err
@@ -171,6 +241,13 @@ func (j *Jira) Create(ctx context.Context, g *store.Group) (string, error) {
 		req.Header.Set("Authorization", "Bearer "+j.cfg.Token)
 	}
 	resp, err := j.cfg.HTTPClient.Do(req)
+	if errors.Is(err, errRedirect) {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // the wrapper quotes the URL
+		}
+		return "", fmt.Errorf("%w: Jira at %s redirected, not followed: %v; set the Jira URL to the final address", ErrTracker, req.URL.Host, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%w: Jira at %s could not be reached", ErrTracker, req.URL.Host)
 	}
