@@ -108,7 +108,7 @@ func (in *instance) kill(t *testing.T, admin *pgxpool.Pool) {
 // runUntil runs rounds of the instances, each in its own goroutine, until done holds.
 func runUntil(t *testing.T, what string, done func() bool, ins ...*instance) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(10 * time.Minute)
 	for !done() {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not done before the deadline", what)
