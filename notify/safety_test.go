@@ -119,3 +119,32 @@ func TestSlackBodyEscapes(t *testing.T) {
 		t.Errorf("text has markup besides the link: %q", m["text"])
 	}
 }
+
+// End to end: a failure whose fields hold Slack markup reaches Slack as plain text.
+func TestSlackHostileFailure(t *testing.T) {
+	t.Parallel()
+	pool := testkit.Postgres(t)
+	s, err := store.New(store.Config{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slack := newReceiver(t, 0)
+	n := newNotifier(t, s, func(c *notify.Config) {
+		c.BaseURL = "https://redrive.example"
+		c.Webhooks = []notify.Webhook{{Name: "chat", URL: slack.srv.URL, Format: notify.FormatSlack, Events: []string{notify.EventGroupNew}}}
+	})
+	testkit.InsertFailure(t, pool, testkit.FailureRow{ErrorCode: "<!here>", PublisherService: "<https://evil.example|billing>", MessageType: "A&B"})
+	if err := n.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	slack.mu.Lock()
+	defer slack.mu.Unlock()
+	if len(slack.accepted) != 1 {
+		t.Fatalf("%d posts", len(slack.accepted))
+	}
+	text, _ := slack.accepted[0]["text"].(string)
+	want := "New kind of failure: &lt;!here&gt; in &lt;https://evil.example|billing&gt; (A&amp;B) <https://redrive.example/failures?group_id=1>"
+	if text != want {
+		t.Errorf("text %q, want %q", text, want)
+	}
+}
