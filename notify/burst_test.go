@@ -151,18 +151,34 @@ func TestBurstTwoInstancesOneKilled(t *testing.T) {
 	rcv := newTally(t)
 	hook := notify.Webhook{Name: "ops", URL: rcv.srv.URL, Secret: "s", Events: []string{notify.EventGroupNew}}
 
-	// Instance a takes two pages, and dies holding its third.
-	var pages atomic.Int32
-	holding, dead := make(chan struct{}), make(chan struct{})
+	// Both run from the start, each taking pages while the other holds one: a holds its first
+	// page open until b has taken one, then dies holding its second, which b waits for.
+	var aPages, bPages atomic.Int32
+	bTook, holding, dead := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	a := newInstance(t, db, "notify-a", hook, func(step string) error {
-		if step == notify.StepRelayed && pages.Add(1) == 3 {
-			close(holding)
-			<-dead
-			return errors.New("killed")
+		if step == notify.StepRelayed {
+			switch aPages.Add(1) {
+			case 1:
+				<-bTook
+			case 2:
+				close(holding)
+				<-dead
+				return errors.New("killed")
+			}
 		}
 		return nil
 	}, nil)
-	b := newInstance(t, db, "notify-b", hook, nil, nil)
+	b := newInstance(t, db, "notify-b", hook, func(step string) error {
+		if step == notify.StepRelayed {
+			switch bPages.Add(1) {
+			case 1:
+				close(bTook)
+			case 2:
+				<-holding
+			}
+		}
+		return nil
+	}, nil)
 	const burst = 10000
 	insertGroups(t, db.Pool, "E", burst)
 
@@ -178,12 +194,14 @@ func TestBurstTwoInstancesOneKilled(t *testing.T) {
 			}
 		}
 	}()
-	<-holding
-	// b notifies everything but a's page, which a's open transaction holds.
-	runUntil(t, "b alone", func() bool {
+	// b notifies everything but a's second page, which a's open transaction holds.
+	runUntil(t, "b with a holding a page", func() bool {
 		s, _ := rcv.counts()
 		return s == burst-500 && waiting(t, db.Pool) == 500
 	}, b)
+	if aPages.Load() != 2 || bPages.Load() != burst/500-2 {
+		t.Errorf("a took %d pages, b %d; want 2 and %d", aPages.Load(), bPages.Load(), burst/500-2)
+	}
 	// a's process dies: its sessions end with its transaction open, its goroutine still stuck
 	// in the page (no rollback, no cleanup of its own). b takes the page over.
 	a.kill(t, db.Pool)
