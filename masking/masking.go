@@ -193,6 +193,64 @@ func (r *Rules) Headers(topic string, hs []avro.Header) ([]avro.Header, bool) {
 	return out, changed
 }
 
+// MasksValue reports whether a rule masks some or all of the values of topic (a value or a
+// json rule applies to it). A search of such values would tell masked bytes from others, so
+// the operator core refuses it.
+func (r *Rules) MasksValue(topic string) bool {
+	if r == nil {
+		return false
+	}
+	for i := range r.rules {
+		if rl := &r.rules[i]; rl.kind != KindHeader && rl.applies(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// MasksHeader reports whether a rule masks the values of the headers named name (any case)
+// of topic.
+func (r *Rules) MasksHeader(topic, name string) bool {
+	if r == nil {
+		return false
+	}
+	name = strings.ToLower(name)
+	for i := range r.rules {
+		if rl := &r.rules[i]; rl.kind == KindHeader && rl.header == name && rl.applies(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// MasksAnyValue reports whether a value or json rule exists for any topic: a search of values
+// across every topic could reach masked bytes.
+func (r *Rules) MasksAnyValue() bool {
+	if r == nil {
+		return false
+	}
+	for i := range r.rules {
+		if r.rules[i].kind != KindHeader {
+			return true
+		}
+	}
+	return false
+}
+
+// MasksAnyHeader reports whether a header rule for name (any case) exists for any topic.
+func (r *Rules) MasksAnyHeader(name string) bool {
+	if r == nil {
+		return false
+	}
+	name = strings.ToLower(name)
+	for i := range r.rules {
+		if rl := &r.rules[i]; rl.kind == KindHeader && rl.header == name {
+			return true
+		}
+	}
+	return false
+}
+
 // stars returns n asterisks.
 func stars(n int) []byte { return bytes.Repeat([]byte{'*'}, n) }
 

@@ -157,7 +157,7 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	p.Hidden = hiddenFields(f)
 	cursor := q.Get(paramCursor)
 	page, err := h.core.ListFailures(r.Context(), operator.ListRequest{Filter: f, Order: store.NewestFirst, Limit: h.cfg.PageSize,
-		Cursor: cursor, Total: true})
+		Cursor: cursor, Total: true, Reader: reader(r)})
 	if err != nil {
 		h.inputError(w, r, err, func(msg string) {
 			p.Error = msg
