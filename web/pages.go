@@ -161,7 +161,7 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.inputError(w, r, err, func(msg string) {
 			p.Error = msg
-			h.render(w, r, http.StatusBadRequest, "failures", "Failures", p)
+			h.render(w, r, inputStatus(err), "failures", "Failures", p)
 		})
 		return
 	}
@@ -184,6 +184,16 @@ func (h *handler) inputError(w http.ResponseWriter, r *http.Request, err error, 
 		return
 	}
 	h.serverError(w, r, "request", err)
+}
+
+// inputStatus is the status of a page that shows a refused input: the core's (403 for a
+// criterion the principal may not search by), else 400.
+func inputStatus(err error) int {
+	var ie *operator.InputError
+	if errors.As(err, &ie) {
+		return ie.Status()
+	}
+	return http.StatusBadRequest
 }
 
 // failurePage is the data of a failure's detail page.
