@@ -288,3 +288,23 @@ func TestUIConfidentialitySearchIsNoOracle(t *testing.T) {
 		}
 	}
 }
+
+// The list's form offers the key, key prefix and payload criteria only to principals who may
+// search by them.
+func TestUIFilterFormFollowsPermission(t *testing.T) {
+	t.Parallel()
+	c := newConfFixture(t)
+	for _, p := range []struct {
+		token    string
+		disabled bool
+	}{{confNinaToken, true}, {confVeraToken, false}} {
+		cl := c.client()
+		cl.login(p.token)
+		_, body := cl.do("GET", "/failures", nil)
+		for _, id := range []string{"f-key", "f-key-prefix", "f-payload"} {
+			if got := strings.Contains(body, `id="`+id+`" disabled`); got != p.disabled {
+				t.Errorf("%s: %s disabled = %v, want %v", p.token, id, got, p.disabled)
+			}
+		}
+	}
+}

@@ -123,6 +123,9 @@ type failuresPage struct {
 	SourceFormats []store.SourceFormat
 	// ExportLink downloads the failures the filter selects as NDJSON.
 	ExportLink string
+	// PayloadSearch says the principal may search by key, key prefix, header value and
+	// payload; without it those fields are disabled (the core refuses them).
+	PayloadSearch bool
 }
 
 // hiddenField is a name and value carried through a form.
@@ -142,7 +145,8 @@ func hiddenFields(f store.Filter) []hiddenField {
 
 func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := failuresPage{States: store.States, Temps: temporalities, SourceFormats: sourceFormats, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk()}
+	p := failuresPage{States: store.States, Temps: temporalities, SourceFormats: sourceFormats, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk(),
+		PayloadSearch: reader(r).Payload}
 	f, err := operator.ParseFilter(q)
 	if err != nil {
 		// The refused filter is shown back as it was given, with the core's reason.
