@@ -17,6 +17,10 @@
 // masked number, object or array becomes a string of asterisks, so the document stays JSON).
 // A value that a json rule applies to but that is not a JSON document is masked whole: the
 // rules fail closed. A malformed line is refused with its number.
+//
+// The operator core's confidentiality policy also asks the rules which bytes they hide
+// (MasksValue, MasksHeader, MasksAnyValue, MasksAnyHeader), so that masked bytes are never
+// searchable: a search of them would tell a secret from a wrong guess.
 package masking
 
 import (
