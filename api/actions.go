@@ -59,7 +59,7 @@ func (a *api) actOne(w http.ResponseWriter, r *http.Request, act operator.Action
 		return
 	}
 	res, err := a.core.Act(r.Context(), operator.ActionRequest{Action: act, Selection: operator.Selection{IDs: []uuid.UUID{id}},
-		Principal: principal(r).Name, Reason: deref(body.Reason)})
+		Principal: principal(r).Name, Reason: deref(body.Reason), Payload: reader(r).Payload})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -119,7 +119,8 @@ func (a *api) actBulk(w http.ResponseWriter, r *http.Request, act operator.Actio
 	if err == nil {
 		err = a.decodeBody(w, r, &body, false)
 	}
-	req := operator.ActionRequest{Action: act, Principal: principal(r).Name, Reason: deref(body.Reason), DryRun: body.DryRun}
+	req := operator.ActionRequest{Action: act, Principal: principal(r).Name, Reason: deref(body.Reason), DryRun: body.DryRun,
+		Payload: reader(r).Payload}
 	if err == nil && body.IDs != nil && len(body.IDs) == 0 {
 		err = badRequest("ids", "empty: give 1 to %d ids", operator.MaxIDs)
 	}

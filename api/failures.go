@@ -146,7 +146,7 @@ func (a *api) listFailures(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	req.Cursor = q.Get("cursor")
+	req.Cursor, req.Reader = q.Get("cursor"), reader(r)
 	if s := q.Get("total"); s != "" {
 		if req.Total, err = strconv.ParseBool(s); err != nil {
 			a.fail(w, r, badRequest("total", "%q is not true or false", clip.Text(s, clip.Default)))

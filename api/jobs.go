@@ -52,7 +52,7 @@ func (a *api) listJobs(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	p, err := a.core.ListJobs(r.Context(), limit, cursor)
+	p, err := a.core.ListJobs(r.Context(), limit, cursor, reader(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -86,7 +86,7 @@ func (a *api) previewJob(w http.ResponseWriter, r *http.Request) {
 		err = a.decodeBody(w, r, &body, false)
 	}
 	req := operator.JobRequest{Action: body.Action, Principal: principal(r).Name, Reason: deref(body.Reason), RateLimit: body.RateLimit,
-		TargetTopic: body.TargetTopic}
+		TargetTopic: body.TargetTopic, Payload: reader(r).Payload}
 	if err == nil {
 		req.Selection, err = selectionOf(body.IDs, body.Filter, operator.MaxJobIDs, "job")
 	}
@@ -115,12 +115,12 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	j, err := a.core.Job(r.Context(), id)
+	j, err := a.core.Job(r.Context(), id, reader(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	audit, err := a.core.JobAudit(r.Context(), id)
+	audit, err := a.core.JobAudit(r.Context(), id, reader(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -140,7 +140,7 @@ func (a *api) listJobAudit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	p, err := a.core.JobAuditPage(r.Context(), id, limit, cursor)
+	p, err := a.core.JobAuditPage(r.Context(), id, limit, cursor, reader(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -214,7 +214,7 @@ func (a *api) startJob(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	j, err := a.core.StartJob(r.Context(), id, body.Token, principal(r).Name)
+	j, err := a.core.StartJob(r.Context(), id, body.Token, reader(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -240,7 +240,7 @@ func (a *api) changeJob(w http.ResponseWriter, r *http.Request, op string) {
 		a.fail(w, r, err)
 		return
 	}
-	j, err := a.core.ChangeJob(r.Context(), id, op, principal(r).Name)
+	j, err := a.core.ChangeJob(r.Context(), id, op, reader(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return

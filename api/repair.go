@@ -55,7 +55,8 @@ func (a *api) repairFailure(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = a.decodeBody(w, r, &body, false)
 	}
-	req := operator.RepairRequest{ID: id, Principal: principal(r).Name, Reason: deref(body.Reason), TargetTopic: body.TargetTopic}
+	req := operator.RepairRequest{ID: id, Principal: principal(r).Name, Reason: deref(body.Reason), TargetTopic: body.TargetTopic,
+		Payload: reader(r).Payload}
 	switch {
 	case err != nil:
 	case body.Value != nil && body.ValueBase64 != nil:

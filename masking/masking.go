@@ -17,6 +17,10 @@
 // masked number, object or array becomes a string of asterisks, so the document stays JSON).
 // A value that a json rule applies to but that is not a JSON document is masked whole: the
 // rules fail closed. A malformed line is refused with its number.
+//
+// The operator core's confidentiality policy also asks the rules which bytes they hide
+// (MasksValue, MasksHeader, MasksAnyValue, MasksAnyHeader), so that masked bytes are never
+// searchable: a search of them would tell a secret from a wrong guess.
 package masking
 
 import (
@@ -191,6 +195,64 @@ func (r *Rules) Headers(topic string, hs []avro.Header) ([]avro.Header, bool) {
 		}
 	}
 	return out, changed
+}
+
+// MasksValue reports whether a rule masks some or all of the values of topic (a value or a
+// json rule applies to it). A search of such values would tell masked bytes from others, so
+// the operator core refuses it.
+func (r *Rules) MasksValue(topic string) bool {
+	if r == nil {
+		return false
+	}
+	for i := range r.rules {
+		if rl := &r.rules[i]; rl.kind != KindHeader && rl.applies(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// MasksHeader reports whether a rule masks the values of the headers named name (any case)
+// of topic.
+func (r *Rules) MasksHeader(topic, name string) bool {
+	if r == nil {
+		return false
+	}
+	name = strings.ToLower(name)
+	for i := range r.rules {
+		if rl := &r.rules[i]; rl.kind == KindHeader && rl.header == name && rl.applies(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// MasksAnyValue reports whether a value or json rule exists for any topic: a search of values
+// across every topic could reach masked bytes.
+func (r *Rules) MasksAnyValue() bool {
+	if r == nil {
+		return false
+	}
+	for i := range r.rules {
+		if r.rules[i].kind != KindHeader {
+			return true
+		}
+	}
+	return false
+}
+
+// MasksAnyHeader reports whether a header rule for name (any case) exists for any topic.
+func (r *Rules) MasksAnyHeader(name string) bool {
+	if r == nil {
+		return false
+	}
+	name = strings.ToLower(name)
+	for i := range r.rules {
+		if rl := &r.rules[i]; rl.kind == KindHeader && rl.header == name {
+			return true
+		}
+	}
+	return false
 }
 
 // stars returns n asterisks.

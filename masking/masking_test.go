@@ -99,3 +99,33 @@ func FuzzMaskJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestMasksQueries(t *testing.T) {
+	t.Parallel()
+	r, err := masking.Parse(strings.NewReader(rulesText), "rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"value orders.v1", r.MasksValue("orders.v1"), true},
+		{"value secrets.x", r.MasksValue("secrets.x"), true},
+		{"value payments", r.MasksValue("payments"), false},
+		{"value other", r.MasksValue("other"), false},
+		{"header payments authorization", r.MasksHeader("payments", "AUTHORIZATION"), true},
+		{"header payments other", r.MasksHeader("payments", "x-trace"), false},
+		{"header orders.v1 authorization", r.MasksHeader("orders.v1", "authorization"), false},
+		{"any value", r.MasksAnyValue(), true},
+		{"any header authorization", r.MasksAnyHeader("Authorization"), true},
+		{"any header other", r.MasksAnyHeader("x-trace"), false},
+		{"nil value", (*masking.Rules)(nil).MasksValue("orders.v1"), false},
+		{"nil any", (*masking.Rules)(nil).MasksAnyValue() || (*masking.Rules)(nil).MasksAnyHeader("a") || (*masking.Rules)(nil).MasksHeader("a", "b"), false},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}

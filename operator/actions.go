@@ -114,6 +114,9 @@ type ActionRequest struct {
 	Reason string
 	// DryRun reports what the action would do and changes nothing.
 	DryRun bool
+	// Payload is the asker's payload permission: a filter's criteria follow the
+	// confidentiality policy (as ListRequest.Reader).
+	Payload bool
 }
 
 // ActionResult reports an action: the count of every outcome, and each item.
@@ -223,6 +226,9 @@ func (c *Core) check(req *ActionRequest) (string, error) {
 		}
 		if err := sel.Filter.Validate(); err != nil {
 			return "", fromStore(err)
+		}
+		if err := c.checkFilter(*sel.Filter, Reader{Principal: req.Principal, Payload: req.Payload}); err != nil {
+			return "", err
 		}
 	case len(sel.IDs) == 0:
 		return "", invalid("ids", "empty: give 1 to %d ids, or a filter", MaxIDs)

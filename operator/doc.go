@@ -12,6 +12,14 @@
 // context.DeadlineExceeded. Anything else is an internal error whose text must not reach a
 // client.
 //
+// Payload confidentiality is one policy, applied here for every client (confidentiality.go,
+// docs/confidentiality.md): what a [Reader] sees of a record (nothing without the payload
+// permission; masked by the rules of the failure's own topic with it, revisions and repair
+// answers included), which criteria it may search, count, export or act by (key, key prefix,
+// payload and header values need the permission, and masked bytes are never searchable; a
+// refusal is a forbidden *[InputError] that does not depend on the term), and which terms of a
+// described filter it sees (job selections, audit details).
+//
 // Rules that hold for every client: a bulk action by filter needs at least one criterion and
 // may act on at most Config.MaxBulk failures (a dry run counts them); a close needs a reason;
 // only failures that exist and that the action changed, or whose resend was attempted, get an

@@ -36,6 +36,10 @@ type InputError struct {
 	// Unprocessable is true for a well-formed request that cannot be served as asked (a
 	// selection over the bulk cap, a payload that is not in the format asked for).
 	Unprocessable bool
+	// Forbidden is true for a criterion the asker may not use: a search of payload bytes
+	// without the payload permission, or of bytes the masking rules hide (403). A forbidden
+	// InputError also matches ErrPayloadForbidden.
+	Forbidden bool
 }
 
 // Error names the field and the problem.
@@ -46,8 +50,20 @@ func (e *InputError) Error() string {
 	return e.Field + ": " + e.Detail
 }
 
-// Status is the HTTP status the translators answer e with: 422 when Unprocessable, else 400.
+// Unwrap returns ErrPayloadForbidden for a forbidden criterion, else nil.
+func (e *InputError) Unwrap() error {
+	if e.Forbidden {
+		return ErrPayloadForbidden
+	}
+	return nil
+}
+
+// Status is the HTTP status the translators answer e with: 403 when Forbidden, 422 when
+// Unprocessable, else 400.
 func (e *InputError) Status() int {
+	if e.Forbidden {
+		return http.StatusForbidden
+	}
 	if e.Unprocessable {
 		return http.StatusUnprocessableEntity
 	}
@@ -62,6 +78,11 @@ func invalid(field, format string, args ...any) error {
 // unprocessable returns an *InputError for a well-formed request that cannot be served.
 func unprocessable(field, format string, args ...any) error {
 	return &InputError{Field: field, Detail: fmt.Sprintf(format, args...), Unprocessable: true}
+}
+
+// forbidden returns an *InputError for a criterion the asker may not use.
+func forbidden(field, format string, args ...any) error {
+	return &InputError{Field: field, Detail: fmt.Sprintf(format, args...), Forbidden: true}
 }
 
 // fromStore turns the store's domain errors into the core's: a *store.FilterError becomes an

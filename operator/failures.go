@@ -24,6 +24,10 @@ type ListRequest struct {
 	Cursor string
 	// Total asks for the number of failures the filter selects, counted up to TotalCap.
 	Total bool
+	// Reader is who asks: the criteria it may search by follow the confidentiality policy
+	// (payload, key and header value terms need the payload permission; masked bytes are
+	// never searchable).
+	Reader Reader
 }
 
 // TotalCap is the count up to which a list's total is exact; beyond it the total says "more
@@ -41,10 +45,14 @@ type FailurePage struct {
 	TotalMore bool
 }
 
-// ListFailures returns one page of the failures req selects.
+// ListFailures returns one page of the failures req selects. A criterion req.Reader may not
+// search by is a forbidden *InputError.
 func (c *Core) ListFailures(ctx context.Context, req ListRequest) (*FailurePage, error) {
 	limit, err := pageLimit(req.Limit)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.checkFilter(req.Filter, req.Reader); err != nil {
 		return nil, err
 	}
 	p := store.ListParams{Filter: req.Filter, Order: req.Order, Limit: limit}
@@ -86,20 +94,16 @@ func pageLimit(n int) (int, error) {
 	return n, nil
 }
 
-// CountFailures counts the failures f selects.
-func (c *Core) CountFailures(ctx context.Context, f store.Filter) (int64, error) {
+// CountFailures counts the failures f selects; a criterion reader may not search by is a
+// forbidden *InputError.
+func (c *Core) CountFailures(ctx context.Context, f store.Filter, reader Reader) (int64, error) {
+	if err := c.checkFilter(f, reader); err != nil {
+		return 0, err
+	}
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
 	n, err := c.store.CountFailures(ctx, f)
 	return n, fromStore(err)
-}
-
-// Reader is who reads a failure: the principal, for the audit log of payload views, and
-// whether it holds the payload permission.
-type Reader struct {
-	Principal string
-	// Payload is the permission to read payload bytes and header values.
-	Payload bool
 }
 
 // FailureView is everything about one failure: what is stored, the attempt chain of its
@@ -124,9 +128,6 @@ type FailureView struct {
 	// original is the stored value, for views that decode it before masking.
 	original []byte
 }
-
-// HiddenReason is why a reader without the payload permission sees no payload.
-const HiddenReason = "reading payloads and header values needs the payload permission (a role granted \"+payload\", or admin)"
 
 // AuditActionPayloadView is the audit action of a payload read.
 const AuditActionPayloadView = "payload_view"
@@ -170,20 +171,14 @@ func (c *Core) Failure(ctx context.Context, id uuid.UUID, reader Reader) (*Failu
 	// A copy, so that the stored record is never changed by a view.
 	f := *d
 	v.FailureDetail = &f
-	if !reader.Payload {
+	c.redactAudit(v.Audit, reader)
+	rv := c.viewRecord(d.Key, d.Value, d.Headers, reader, d.Topic)
+	f.Key, f.Value, f.Headers, v.Masked = rv.Key, rv.Value, rv.Headers, rv.Masked
+	if rv.Hidden {
 		v.PayloadHidden = HiddenReason
-		f.Key, f.Value = nil, nil
-		f.Headers = make([]avro.Header, len(d.Headers))
-		for i, h := range d.Headers {
-			f.Headers[i] = avro.Header{Name: h.Name}
-		}
 		return v, nil
 	}
-	var mv, mh bool
 	v.original = d.Value
-	f.Value, mv = c.cfg.Masking.Value(d.Topic, d.Value)
-	f.Headers, mh = c.cfg.Masking.Headers(d.Topic, d.Headers)
-	v.Masked = mv || mh
 	return v, nil
 }
 
@@ -270,14 +265,13 @@ func (c *Core) loadPayload(ctx context.Context, id uuid.UUID, part Part, reader 
 	if err != nil {
 		return nil, fromStore(err)
 	}
-	p := &Payload{ID: id, Topic: d.Topic, Part: part, Bytes: d.Value, original: d.Value}
+	rv := c.viewRecord(d.Key, d.Value, nil, reader, d.Topic)
+	p := &Payload{ID: id, Topic: d.Topic, Part: part, Bytes: rv.Value, Masked: rv.Masked, original: d.Value}
 	if part == PartKey {
 		if d.Key == nil {
 			return nil, fmt.Errorf("key of %s: %w", id, ErrNullPart)
 		}
-		p.Bytes, p.original = d.Key, d.Key
-	} else {
-		p.Bytes, p.Masked = c.cfg.Masking.Value(d.Topic, d.Value)
+		p.Bytes, p.Masked, p.original = rv.Key, false, d.Key
 	}
 	return p, nil
 }

@@ -42,6 +42,9 @@ type JobRequest struct {
 	RateLimit float64
 	// TargetTopic is the topic of a ResendTo job: it must be in Config.RepairTopics.
 	TargetTopic string
+	// Payload is the asker's payload permission: a filter's criteria follow the
+	// confidentiality policy (as ListRequest.Reader), and so does the preview's selection.
+	Payload bool
 }
 
 // JobPreview is a job whose selection is pinned, waiting for its token.
@@ -90,6 +93,9 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 		if sel.Filter.IsZero() {
 			return nil, invalid("filter", "empty: a job by filter needs at least one criterion")
 		}
+		if err := c.checkFilter(*sel.Filter, Reader{Principal: req.Principal, Payload: req.Payload}); err != nil {
+			return nil, err
+		}
 		described["filter"] = describeFilter(*sel.Filter)
 	case len(sel.IDs) == 0:
 		return nil, invalid("ids", "empty: give ids or a filter")
@@ -117,26 +123,32 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 	if err != nil {
 		return nil, fromStore(err)
 	}
+	job, _ = c.redactJob(job, Reader{Principal: req.Principal, Payload: req.Payload})
 	return &JobPreview{Job: job, Token: base64.RawURLEncoding.EncodeToString(token)}, nil
 }
 
 // StartJob runs the previewed job with id when token is its preview's token and the preview
 // has not expired; any instance then picks it up. A wrong, altered or expired token is an
 // *InputError on "token" and changes nothing; a job that is not a preview any more wraps
-// ErrConflict.
-func (c *Core) StartJob(ctx context.Context, id uuid.UUID, token, principal string) (*store.Job, error) {
+// ErrConflict. The job is returned as reader may see it (JobView).
+func (c *Core) StartJob(ctx context.Context, id uuid.UUID, token string, reader Reader) (*store.Job, error) {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) != 32 {
 		return nil, invalid("token", "not a job token: pass the token of the job's preview unchanged")
 	}
 	qctx, cancel := c.actionContext(ctx)
 	defer cancel()
-	job, err := c.store.StartJob(qctx, id, raw, principal, c.cfg.Now())
-	return job, jobError(err)
+	job, err := c.store.StartJob(qctx, id, raw, reader.Principal, c.cfg.Now())
+	if err != nil {
+		return nil, jobError(err)
+	}
+	job, _ = c.redactJob(job, reader)
+	return job, nil
 }
 
-// ChangeJob pauses, resumes or cancels the job with id (op "pause", "resume" or "cancel").
-func (c *Core) ChangeJob(ctx context.Context, id uuid.UUID, op, principal string) (*store.Job, error) {
+// ChangeJob pauses, resumes or cancels the job with id (op "pause", "resume" or "cancel"), for
+// reader, and returns the job as reader may see it (JobView).
+func (c *Core) ChangeJob(ctx context.Context, id uuid.UUID, op string, reader Reader) (*store.Job, error) {
 	switch op {
 	case "pause", "resume", "cancel":
 	default:
@@ -144,8 +156,12 @@ func (c *Core) ChangeJob(ctx context.Context, id uuid.UUID, op, principal string
 	}
 	qctx, cancel := c.actionContext(ctx)
 	defer cancel()
-	job, err := c.store.ChangeJobState(qctx, id, op, principal, c.cfg.Now())
-	return job, jobError(err)
+	job, err := c.store.ChangeJobState(qctx, id, op, reader.Principal, c.cfg.Now())
+	if err != nil {
+		return nil, jobError(err)
+	}
+	job, _ = c.redactJob(job, reader)
+	return job, nil
 }
 
 // jobError turns the store's job errors into the core's.
@@ -166,15 +182,26 @@ func jobError(err error) error {
 	return fromStore(err)
 }
 
-// JobView is a job with its progress.
+// JobView is a job with its progress, as its reader may see it: the terms of its selection's
+// filter that could hold payload bytes read HiddenTerm for a reader who may not see them.
 type JobView struct {
 	*store.Job
+	// SelectionHidden says that terms of the selection's filter are hidden (HiddenTerm): the
+	// selection cannot be turned back into a filter.
+	SelectionHidden bool
 	// Rate is the items acted on per second since the job started; 0 before.
 	Rate float64
 	// ETA is when the job should be done at that rate; nil when unknown or finished.
 	ETA *time.Time
 	// PreviewExpired says a preview's token can no longer start it.
 	PreviewExpired bool
+}
+
+// jobView returns j with its progress at now, as reader may see it.
+func (c *Core) jobView(j *store.Job, now time.Time, reader Reader) *JobView {
+	v := newJobView(j, now)
+	v.Job, v.SelectionHidden = c.redactJob(j, reader)
+	return v
 }
 
 // newJobView computes the progress of j at now.
@@ -197,15 +224,16 @@ func newJobView(j *store.Job, now time.Time) *JobView {
 	return v
 }
 
-// Job returns the job with id and its progress, or an error wrapping ErrNotFound.
-func (c *Core) Job(ctx context.Context, id uuid.UUID) (*JobView, error) {
+// Job returns the job with id and its progress as reader may see it, or an error wrapping
+// ErrNotFound.
+func (c *Core) Job(ctx context.Context, id uuid.UUID, reader Reader) (*JobView, error) {
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
 	j, err := c.store.JobByID(qctx, id)
 	if err != nil {
 		return nil, fromStore(err)
 	}
-	return newJobView(j, c.cfg.Now()), nil
+	return c.jobView(j, c.cfg.Now(), reader), nil
 }
 
 // JobPage is a page of jobs, newest first.
@@ -214,8 +242,8 @@ type JobPage struct {
 	Next  string
 }
 
-// ListJobs returns a page of jobs, newest first.
-func (c *Core) ListJobs(ctx context.Context, limit int, cursor string) (*JobPage, error) {
+// ListJobs returns a page of jobs, newest first, as reader may see them.
+func (c *Core) ListJobs(ctx context.Context, limit int, cursor string, reader Reader) (*JobPage, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {
 		return nil, err
@@ -237,7 +265,7 @@ func (c *Core) ListJobs(ctx context.Context, limit int, cursor string) (*JobPage
 	now := c.cfg.Now()
 	page := &JobPage{Items: make([]JobView, len(jobs))}
 	for i := range jobs {
-		page.Items[i] = *newJobView(&jobs[i], now)
+		page.Items[i] = *c.jobView(&jobs[i], now, reader)
 	}
 	if more && len(jobs) > 0 {
 		last := jobs[len(jobs)-1]
@@ -294,11 +322,16 @@ func (c *Core) JobItems(ctx context.Context, req JobItemsRequest) (*JobItemsPage
 }
 
 // JobAudit returns the audit entries of a job (store.Store.JobAudit): its own first, then its
-// items', each part oldest first, at most MaxAudit.
-func (c *Core) JobAudit(ctx context.Context, id uuid.UUID) ([]store.AuditEntry, error) {
+// items', each part oldest first, at most MaxAudit, their details as reader may see them.
+func (c *Core) JobAudit(ctx context.Context, id uuid.UUID, reader Reader) ([]store.AuditEntry, error) {
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
-	return c.store.JobAudit(qctx, id, MaxAudit)
+	entries, err := c.store.JobAudit(qctx, id, MaxAudit)
+	if err != nil {
+		return nil, err
+	}
+	c.redactAudit(entries, reader)
+	return entries, nil
 }
 
 // AuditPage is a page of audit entries, oldest first.
@@ -310,8 +343,8 @@ type AuditPage struct {
 
 // JobAuditPage returns a page of every audit entry of job id — its own and its items', in the
 // order they were written — after the page whose Next cursor is (the first page when empty).
-// An unknown job is ErrNotFound.
-func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor string) (*AuditPage, error) {
+// An unknown job is ErrNotFound. The details are as reader may see them.
+func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor string, reader Reader) (*AuditPage, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {
 		return nil, err
@@ -322,7 +355,7 @@ func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor
 			return nil, err
 		}
 	}
-	if _, err := c.Job(ctx, id); err != nil {
+	if _, err := c.Job(ctx, id, reader); err != nil {
 		return nil, err
 	}
 	qctx, cancel := c.queryContext(ctx)
@@ -331,6 +364,7 @@ func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor
 	if err != nil {
 		return nil, err
 	}
+	c.redactAudit(entries, reader)
 	page := &AuditPage{Items: entries}
 	if more && len(entries) > 0 {
 		last := entries[len(entries)-1]

@@ -46,7 +46,7 @@ func waitJob(t *testing.T, c *operator.Core, id uuid.UUID, what string, ok func(
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		j, err := c.Job(context.Background(), id)
+		j, err := c.Job(context.Background(), id, operator.Reader{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestJobPinsItsSelection(t *testing.T) {
 	if _, err := s.CloseFailures(ctx, store.CloseRequest{IDs: pinned[:1], Principal: "bob", Reason: "by hand"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, "alice"); err != nil {
+	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, operator.Reader{Principal: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	runner(t, c, operator.JobRunnerConfig{Owner: "a", PollInterval: 10 * time.Millisecond})
@@ -148,7 +148,7 @@ func TestJobPinsItsSelection(t *testing.T) {
 	if err != nil || len(items.Items) != 1 || items.Items[0].FailureID != pinned[0] || !strings.Contains(*items.Items[0].Detail, "state changed") {
 		t.Errorf("skipped items = %+v, %v", items, err)
 	}
-	audit, err := c.JobAudit(ctx, p.Job.ID)
+	audit, err := c.JobAudit(ctx, p.Job.ID, operator.Reader{Payload: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestJobTokens(t *testing.T) {
 		"garbage": "not a token",
 		"empty":   "",
 	} {
-		_, err := c.StartJob(ctx, a.Job.ID, tok, "mallory")
+		_, err := c.StartJob(ctx, a.Job.ID, tok, operator.Reader{Principal: "mallory"})
 		var ie *operator.InputError
 		if !errors.As(err, &ie) || ie.Field != "token" {
 			t.Errorf("%s token: %v, want an input error on token", name, err)
@@ -203,13 +203,13 @@ func TestJobTokens(t *testing.T) {
 	}
 	later := start.Add(2 * time.Minute)
 	now.Store(&later)
-	if _, err := c.StartJob(ctx, a.Job.ID, a.Token, "alice"); err == nil || !strings.Contains(err.Error(), "expired") {
+	if _, err := c.StartJob(ctx, a.Job.ID, a.Token, operator.Reader{Principal: "alice"}); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("expired token: %v", err)
 	}
-	if j, _ := c.Job(ctx, a.Job.ID); j.State != store.JobPreview {
+	if j, _ := c.Job(ctx, a.Job.ID, operator.Reader{}); j.State != store.JobPreview {
 		t.Errorf("after refused tokens the job is %s", j.State)
 	}
-	if _, err := c.StartJob(ctx, uuid.New(), a.Token, "alice"); !errors.Is(err, operator.ErrNotFound) {
+	if _, err := c.StartJob(ctx, uuid.New(), a.Token, operator.Reader{Principal: "alice"}); !errors.Is(err, operator.ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
 	if got := states(t, pool, ids); got[store.StatePermanent] != 2 {
@@ -230,7 +230,7 @@ func TestJobTokens(t *testing.T) {
 			t.Errorf("%s: preview made", name)
 		}
 	}
-	page, err := c.ListJobs(ctx, 0, "")
+	page, err := c.ListJobs(ctx, 0, "", operator.Reader{Payload: true})
 	if err != nil || len(page.Items) != 2 {
 		t.Errorf("jobs = %d (%v), want the 2 previews", len(page.Items), err)
 	}
@@ -251,7 +251,7 @@ func TestJobResumesAfterAnInstanceDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, "alice"); err != nil {
+	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, operator.Reader{Principal: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	// Instance A works for a while, then dies without releasing the job.
@@ -308,28 +308,28 @@ func TestJobPauseResumeCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, "alice"); err != nil {
+	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, operator.Reader{Principal: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, "alice"); err == nil {
+	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, operator.Reader{Principal: "alice"}); err == nil {
 		t.Error("a started job started again")
 	}
 	runner(t, c, operator.JobRunnerConfig{Owner: "a", PollInterval: 10 * time.Millisecond, BatchSize: 5})
 	waitJob(t, c, p.Job.ID, "under way", func(j *operator.JobView) bool { return j.Done >= 5 })
-	if _, err := c.ChangeJob(ctx, p.Job.ID, "pause", "bob"); err != nil {
+	if _, err := c.ChangeJob(ctx, p.Job.ID, "pause", operator.Reader{Principal: "bob"}); err != nil {
 		t.Fatal(err)
 	}
-	paused, _ := c.Job(ctx, p.Job.ID)
+	paused, _ := c.Job(ctx, p.Job.ID, operator.Reader{})
 	// At most the batch in flight lands after the pause; then nothing moves.
 	time.Sleep(300 * time.Millisecond)
-	settled, _ := c.Job(ctx, p.Job.ID)
+	settled, _ := c.Job(ctx, p.Job.ID, operator.Reader{})
 	if settled.State != store.JobPaused || settled.Done > paused.Done+5 || settled.Done == 60 {
 		t.Errorf("paused job: %+v (at pause %d done)", settled.Job, paused.Done)
 	}
-	if _, err := c.ChangeJob(ctx, p.Job.ID, "pause", "bob"); err == nil {
+	if _, err := c.ChangeJob(ctx, p.Job.ID, "pause", operator.Reader{Principal: "bob"}); err == nil {
 		t.Error("a paused job paused again")
 	}
-	if _, err := c.ChangeJob(ctx, p.Job.ID, "resume", "bob"); err != nil {
+	if _, err := c.ChangeJob(ctx, p.Job.ID, "resume", operator.Reader{Principal: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	j := waitJob(t, c, p.Job.ID, "done", func(j *operator.JobView) bool { return j.State == store.JobDone })
@@ -344,20 +344,20 @@ func TestJobPauseResumeCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.StartJob(ctx, p2.Job.ID, p2.Token, "alice"); err != nil {
+	if _, err := c.StartJob(ctx, p2.Job.ID, p2.Token, operator.Reader{Principal: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	waitJob(t, c, p2.Job.ID, "under way", func(j *operator.JobView) bool { return j.Done >= 1 })
-	if _, err := c.ChangeJob(ctx, p2.Job.ID, "cancel", "bob"); err != nil {
+	if _, err := c.ChangeJob(ctx, p2.Job.ID, "cancel", operator.Reader{Principal: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	j2, _ := c.Job(ctx, p2.Job.ID)
+	j2, _ := c.Job(ctx, p2.Job.ID, operator.Reader{})
 	pending, err := c.JobItems(ctx, operator.JobItemsRequest{JobID: p2.Job.ID, Outcome: "pending", Limit: 500})
 	if err != nil || j2.State != store.JobCanceled || j2.Remaining() == 0 || int64(len(pending.Items)) != j2.Remaining() {
 		t.Errorf("canceled job: %+v, %d pending (%v)", j2.Job, len(pending.Items), err)
 	}
-	if _, err := c.ChangeJob(ctx, p2.Job.ID, "resume", "bob"); err == nil {
+	if _, err := c.ChangeJob(ctx, p2.Job.ID, "resume", operator.Reader{Principal: "bob"}); err == nil {
 		t.Error("a canceled job resumed")
 	}
 }
@@ -382,7 +382,7 @@ func TestJobsOnTwoInstances(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.StartJob(ctx, p.Job.ID, p.Token, "alice"); err != nil {
+		if _, err := c.StartJob(ctx, p.Job.ID, p.Token, operator.Reader{Principal: "alice"}); err != nil {
 			t.Fatal(err)
 		}
 		jobs = append(jobs, p.Job.ID)
@@ -436,7 +436,7 @@ func TestRetryJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, "alice"); err != nil {
+	if _, err := c.StartJob(ctx, p.Job.ID, p.Token, operator.Reader{Principal: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	runner(t, c, operator.JobRunnerConfig{Owner: "a", PollInterval: 10 * time.Millisecond})
@@ -461,7 +461,7 @@ func TestRetryJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.StartJob(ctx, p2.Job.ID, p2.Token, "alice"); err != nil {
+	if _, err := c.StartJob(ctx, p2.Job.ID, p2.Token, operator.Reader{Principal: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	j2 := waitJob(t, c, p2.Job.ID, "done", func(j *operator.JobView) bool { return j.State == store.JobDone })

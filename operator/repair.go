@@ -48,9 +48,13 @@ type RepairRequest struct {
 	// TargetTopic is where to send it; "" is the original topic. Another topic must be in
 	// Config.RepairTopics.
 	TargetTopic string
+	// Payload is the asker's payload permission: the answer's revision is shown as Revisions
+	// shows it to such a reader (no bytes without it; masked by the failure's topic with it).
+	Payload bool
 }
 
-// RepairResult is a stored revision and the outcome of its resend.
+// RepairResult is a stored revision, as the asker may see it (Revisions), and the outcome of
+// its resend.
 type RepairResult struct {
 	Revision *store.Revision
 	Outcome  ItemOutcome
@@ -126,10 +130,11 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 		c.log.Error("operator: recording a revision's outcome failed", "revision", rev.ID, "error", serr)
 	}
 	rev.Outcome = string(outcome.Outcome)
+	shown := c.revisionView(*rev, d.Topic, Reader{Principal: req.Principal, Payload: req.Payload})
 	if err != nil {
-		return &RepairResult{Revision: rev, Outcome: outcome}, err
+		return &RepairResult{Revision: &shown, Outcome: outcome}, err
 	}
-	return &RepairResult{Revision: rev, Outcome: outcome}, nil
+	return &RepairResult{Revision: &shown, Outcome: outcome}, nil
 }
 
 // editedValue checks and converts the edited value of req.
@@ -168,27 +173,32 @@ func (c *Core) editedValue(d *store.FailureDetail, req RepairRequest) ([]byte, e
 }
 
 // Revisions returns the revisions of a failure, oldest first, for reader: without the payload
-// permission their bytes are removed.
+// permission their bytes are removed; with it they are masked by the rules of the failure's own
+// topic and of the revision's target topic (revisionView). An unknown failure wraps
+// ErrNotFound.
 func (c *Core) Revisions(ctx context.Context, id uuid.UUID, reader Reader) ([]store.Revision, error) {
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
+	d, err := c.store.FailureByID(ctx, id)
+	if err != nil {
+		return nil, fromStore(err)
+	}
 	revs, err := c.store.Revisions(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	for i := range revs {
-		r := &revs[i]
-		if !reader.Payload {
-			r.Key, r.Value = nil, nil
-			for j := range r.Headers {
-				r.Headers[j].Value = nil
-			}
-			continue
-		}
-		r.Value, _ = c.cfg.Masking.Value(r.TargetTopic, r.Value)
-		r.Headers, _ = c.cfg.Masking.Headers(r.TargetTopic, r.Headers)
+		revs[i] = c.revisionView(revs[i], d.Topic, reader)
 	}
 	return revs, nil
+}
+
+// revisionView returns rev as reader may see it (viewRecord): masked by the rules of the
+// failure's own topic, whose data the revision is, and by those of its target topic.
+func (c *Core) revisionView(rev store.Revision, failureTopic string, reader Reader) store.Revision {
+	rv := c.viewRecord(rev.Key, rev.Value, rev.Headers, reader, failureTopic, rev.TargetTopic)
+	rev.Key, rev.Value, rev.Headers = rv.Key, rv.Value, rv.Headers
+	return rev
 }
 
 // RepairTopics returns the topics a repair may send to besides the failure's own.

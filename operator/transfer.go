@@ -135,21 +135,10 @@ func (c *Core) newTransferRecord(r *store.TransferRecord, reader Reader) *Transf
 		s := strconv.FormatInt(*f.SourceOffset, 10)
 		out.Source.Offset = &s
 	}
-	headers := f.Headers
-	value := f.Value
-	if !reader.Payload {
-		out.PayloadHidden = true
-		for i, h := range f.Headers {
-			out.Headers[i] = transferHeader{Name: h.Name}
-		}
-		return out
-	}
-	var mv, mh bool
-	value, mv = c.cfg.Masking.Value(f.Topic, value)
-	headers, mh = c.cfg.Masking.Headers(f.Topic, headers)
-	out.Masked = mv || mh
-	out.Key, out.Value = optBytes(f.Key), optBytes(value)
-	for i, h := range headers {
+	rv := c.viewRecord(f.Key, f.Value, f.Headers, reader, f.Topic)
+	out.PayloadHidden, out.Masked = rv.Hidden, rv.Masked
+	out.Key, out.Value = optBytes(rv.Key), optBytes(rv.Value)
+	for i, h := range rv.Headers {
 		out.Headers[i] = transferHeader{Name: h.Name, Value: optBytes(h.Value)}
 	}
 	return out
@@ -161,11 +150,15 @@ type ExportResult struct {
 }
 
 // Export writes every failure f selects to w as NDJSON (TransferRecord, one per line, oldest
-// first), streaming: memory stays constant whatever the count. Without the payload permission
+// first), streaming: memory stays constant whatever the count. A criterion reader may not
+// search by is a forbidden *InputError and exports nothing. Without the payload permission
 // the lines carry no payload bytes (payload_hidden); with it the masking rules apply. The
 // export is audited (who, the filter, how many). write is called with each line; its error
 // stops the export.
 func (c *Core) Export(ctx context.Context, f store.Filter, reader Reader, write func(line []byte) error) (ExportResult, error) {
+	if err := c.checkFilter(f, reader); err != nil {
+		return ExportResult{}, err
+	}
 	var (
 		res ExportResult
 		buf bytes.Buffer

@@ -51,9 +51,10 @@ func readActionForm(r *http.Request, act operator.Action) (actionForm, error) {
 	return a, nil
 }
 
-// request returns the core's request for a.
-func (a actionForm) request(principal string, dryRun bool) operator.ActionRequest {
-	return operator.ActionRequest{Action: a.Action, Principal: principal, Reason: a.Reason, DryRun: dryRun, Selection: a.selection()}
+// request returns the core's request for a, asked by rd.
+func (a actionForm) request(rd operator.Reader, dryRun bool) operator.ActionRequest {
+	return operator.ActionRequest{Action: a.Action, Principal: rd.Principal, Reason: a.Reason, DryRun: dryRun, Selection: a.selection(),
+		Payload: rd.Payload}
 }
 
 // selection returns the core's selection of a: the filter for "all matching", else the ids.
@@ -93,7 +94,7 @@ func (h *handler) postConfirm(w http.ResponseWriter, r *http.Request) {
 // confirm renders the confirmation page of a from the core's dry run, with problem (the
 // reason an attempt to act was refused) when not empty.
 func (h *handler) confirm(w http.ResponseWriter, r *http.Request, a actionForm, problem string, status int) {
-	res, err := h.core.Act(r.Context(), a.request(sessionFrom(r.Context()).principal.Name, true))
+	res, err := h.core.Act(r.Context(), a.request(reader(r), true))
 	if err != nil {
 		h.refused(w, r, err)
 		return
@@ -150,7 +151,7 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request, act operator.Actio
 	}
 	principal := sessionFrom(r.Context()).principal.Name
 	// The core runs a started action to its end even when the browser goes away.
-	res, err := h.core.Act(r.Context(), a.request(principal, false))
+	res, err := h.core.Act(r.Context(), a.request(reader(r), false))
 	var ie *operator.InputError
 	if errors.As(err, &ie) {
 		h.confirm(w, r, a, ie.Error(), ie.Status())

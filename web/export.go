@@ -21,7 +21,7 @@ func (h *handler) getExport(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case err != nil && !started:
-		h.inputError(w, r, err, func(msg string) { h.renderError(w, r, http.StatusBadRequest, "The export could not run: "+msg) })
+		h.inputError(w, r, err, func(msg string) { h.renderError(w, r, inputStatus(err), "The export could not run: "+msg) })
 	case err != nil:
 		h.cfg.Logger.Error("web: export stopped", "error", err)
 		panic(http.ErrAbortHandler) // cut the stream: the download is seen incomplete

@@ -109,7 +109,7 @@ func (h *handler) postJobPreview(w http.ResponseWriter, r *http.Request) {
 	var prev *operator.JobPreview
 	if err == nil {
 		prev, err = h.core.PreviewJob(r.Context(), operator.JobRequest{Action: j.Action, Principal: sessionFrom(r.Context()).principal.Name,
-			Reason: j.Reason, RateLimit: rate, Selection: j.selection()})
+			Reason: j.Reason, RateLimit: rate, Selection: j.selection(), Payload: reader(r).Payload})
 	}
 	p := h.newJobPreviewPage(j)
 	var ie *operator.InputError
@@ -157,7 +157,7 @@ func (h *handler) postJobStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	principal := sessionFrom(r.Context()).principal.Name
-	j, err := h.core.StartJob(r.Context(), id, r.PostFormValue("token"), principal)
+	j, err := h.core.StartJob(r.Context(), id, r.PostFormValue("token"), reader(r))
 	if err != nil {
 		h.jobRefused(w, r, err)
 		return
@@ -177,7 +177,7 @@ func (h *handler) changeJob(w http.ResponseWriter, r *http.Request, op string) {
 		return
 	}
 	principal := sessionFrom(r.Context()).principal.Name
-	j, err := h.core.ChangeJob(r.Context(), id, op, principal)
+	j, err := h.core.ChangeJob(r.Context(), id, op, reader(r))
 	if err != nil {
 		h.jobRefused(w, r, err)
 		return
@@ -200,7 +200,7 @@ type jobRow struct {
 
 func (h *handler) getJobs(w http.ResponseWriter, r *http.Request) {
 	cursor := r.URL.Query().Get(paramCursor)
-	page, err := h.core.ListJobs(r.Context(), h.cfg.PageSize, cursor)
+	page, err := h.core.ListJobs(r.Context(), h.cfg.PageSize, cursor, reader(r))
 	if err != nil {
 		h.inputError(w, r, err, func(msg string) { h.renderError(w, r, http.StatusBadRequest, "This page address is not valid: "+msg) })
 		return
@@ -262,7 +262,7 @@ func (h *handler) getJob(w http.ResponseWriter, r *http.Request) {
 		req.After = n
 	}
 	// The page reads the job, a page of its items and its audit: three reads of the core.
-	j, err := h.core.Job(r.Context(), id)
+	j, err := h.core.Job(r.Context(), id, reader(r))
 	if err != nil {
 		h.jobRefused(w, r, err)
 		return
@@ -272,7 +272,7 @@ func (h *handler) getJob(w http.ResponseWriter, r *http.Request) {
 		h.inputError(w, r, err, func(msg string) { h.renderError(w, r, http.StatusBadRequest, "This page address is not valid: "+msg) })
 		return
 	}
-	audit, err := h.core.JobAudit(r.Context(), id)
+	audit, err := h.core.JobAudit(r.Context(), id, reader(r))
 	if err != nil {
 		h.serverError(w, r, "job audit", err)
 		return
@@ -287,6 +287,9 @@ func (h *handler) getJob(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.Selection, p.FilterLink = describeSelection(j.Selection)
+	if j.SelectionHidden { // hidden terms cannot be searched again
+		p.FilterLink = ""
+	}
 	for _, o := range jobOutcomes {
 		l := outcomeLink{Outcome: o, Label: o, Link: base, Current: o == req.Outcome}
 		if o == "" {
@@ -423,7 +426,7 @@ func (h *handler) getJobProgress(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such job", http.StatusNotFound)
 		return
 	}
-	j, err := h.core.Job(r.Context(), id)
+	j, err := h.core.Job(r.Context(), id, reader(r))
 	switch {
 	case errors.Is(err, operator.ErrNotFound):
 		http.Error(w, "no such job", http.StatusNotFound)

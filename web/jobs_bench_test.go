@@ -42,7 +42,7 @@ func benchJobHandler(b *testing.B) (http.Handler, uuid.UUID) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := core.StartJob(ctx, p.Job.ID, p.Token, "bench"); err != nil {
+	if _, err := core.StartJob(ctx, p.Job.ID, p.Token, operator.Reader{Principal: "bench"}); err != nil {
 		b.Fatal(err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
@@ -51,7 +51,7 @@ func benchJobHandler(b *testing.B) (http.Handler, uuid.UUID) {
 		done <- core.RunJobs(rctx, operator.JobRunnerConfig{Owner: "bench", PollInterval: 10 * time.Millisecond})
 	}()
 	for deadline := time.Now().Add(5 * time.Minute); ; {
-		j, err := core.Job(ctx, p.Job.ID)
+		j, err := core.Job(ctx, p.Job.ID, operator.Reader{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -92,7 +92,7 @@ func (f *fixture) waitJob(id uuid.UUID, state store.JobState) *operator.JobView 
 	f.t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		j, err := f.core.Job(context.Background(), id)
+		j, err := f.core.Job(context.Background(), id, operator.Reader{})
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -291,7 +291,7 @@ func TestJobButtons(t *testing.T) {
 	if resp, _ := op.do("POST", "/jobs/"+id.String()+"/pause", url.Values{"csrf": {vtok}}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("pause with another session's token: %d", resp.StatusCode)
 	}
-	if j, _ := f.core.Job(context.Background(), id); j.State != store.JobRunning {
+	if j, _ := f.core.Job(context.Background(), id, operator.Reader{}); j.State != store.JobRunning {
 		t.Fatalf("refused POSTs changed the job to %s", j.State)
 	}
 
@@ -304,7 +304,7 @@ func TestJobButtons(t *testing.T) {
 		if status == http.StatusSeeOther && resp.Header.Get("Location") != "/jobs/"+id.String() {
 			t.Fatalf("%s redirects to %s", op2, resp.Header.Get("Location"))
 		}
-		if j, _ := f.core.Job(context.Background(), id); j.State != state {
+		if j, _ := f.core.Job(context.Background(), id, operator.Reader{}); j.State != state {
 			t.Fatalf("after %s the job is %s, want %s", op2, j.State, state)
 		}
 		return body

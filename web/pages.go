@@ -123,6 +123,9 @@ type failuresPage struct {
 	SourceFormats []store.SourceFormat
 	// ExportLink downloads the failures the filter selects as NDJSON.
 	ExportLink string
+	// PayloadSearch says the principal may search by key, key prefix, header value and
+	// payload; without it those fields are disabled (the core refuses them).
+	PayloadSearch bool
 }
 
 // hiddenField is a name and value carried through a form.
@@ -142,7 +145,8 @@ func hiddenFields(f store.Filter) []hiddenField {
 
 func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := failuresPage{States: store.States, Temps: temporalities, SourceFormats: sourceFormats, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk()}
+	p := failuresPage{States: store.States, Temps: temporalities, SourceFormats: sourceFormats, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk(),
+		PayloadSearch: reader(r).Payload}
 	f, err := operator.ParseFilter(q)
 	if err != nil {
 		// The refused filter is shown back as it was given, with the core's reason.
@@ -157,11 +161,11 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	p.Hidden = hiddenFields(f)
 	cursor := q.Get(paramCursor)
 	page, err := h.core.ListFailures(r.Context(), operator.ListRequest{Filter: f, Order: store.NewestFirst, Limit: h.cfg.PageSize,
-		Cursor: cursor, Total: true})
+		Cursor: cursor, Total: true, Reader: reader(r)})
 	if err != nil {
 		h.inputError(w, r, err, func(msg string) {
 			p.Error = msg
-			h.render(w, r, http.StatusBadRequest, "failures", "Failures", p)
+			h.render(w, r, inputStatus(err), "failures", "Failures", p)
 		})
 		return
 	}
@@ -184,6 +188,16 @@ func (h *handler) inputError(w http.ResponseWriter, r *http.Request, err error, 
 		return
 	}
 	h.serverError(w, r, "request", err)
+}
+
+// inputStatus is the status of a page that shows a refused input: the core's (403 for a
+// criterion the principal may not search by), else 400.
+func inputStatus(err error) int {
+	var ie *operator.InputError
+	if errors.As(err, &ie) {
+		return ie.Status()
+	}
+	return http.StatusBadRequest
 }
 
 // failurePage is the data of a failure's detail page.

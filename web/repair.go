@@ -135,7 +135,7 @@ func (h *handler) postRepair(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := operator.RepairRequest{ID: f.ID, Principal: sessionFrom(r.Context()).principal.Name,
-		Reason: r.PostFormValue("reason"), TargetTopic: r.PostFormValue("target_topic")}
+		Reason: r.PostFormValue("reason"), TargetTopic: r.PostFormValue("target_topic"), Payload: reader(r).Payload}
 	problem := ""
 	if file, _, err := r.FormFile("upload"); err == nil {
 		b, err := io.ReadAll(io.LimitReader(file, maxUpload+1))

@@ -139,7 +139,7 @@ func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core 
 	}
 	start := time.Now()
 	cpu0 := resendCPU(ctx, pool)
-	if _, err := core.StartJob(ctx, p.Job.ID, p.Token, "bench"); err != nil {
+	if _, err := core.StartJob(ctx, p.Job.ID, p.Token, operator.Reader{Principal: "bench"}); err != nil {
 		return jobRun{}, err
 	}
 	var (
@@ -148,7 +148,7 @@ func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core 
 		gap      time.Duration
 	)
 	for {
-		j, err := core.Job(ctx, p.Job.ID)
+		j, err := core.Job(ctx, p.Job.ID, operator.Reader{Principal: "bench"})
 		if err != nil {
 			return jobRun{}, err
 		}
