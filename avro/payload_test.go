@@ -11,6 +11,7 @@ import (
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/avro/confluentsr"
 )
 
 const orderSchema = `{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"},{"name":"note","type":["null","string"],"default":null}]}`
@@ -51,7 +52,7 @@ func TestPayloadDecoderBothFramings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: reg, Schemas: []string{orderSchema}})
+	d, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: confluentsr.New(reg), Schemas: []string{orderSchema}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestPayloadDecoderErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withReg, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: reg})
+	withReg, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: confluentsr.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

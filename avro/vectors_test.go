@@ -14,6 +14,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/avro/confluentsr"
 )
 
 // The contract's test vectors were made by Apache Avro's own implementation; testdata/vectors is
@@ -171,7 +172,7 @@ func TestRegistryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec, err := avro.NewCodec(avro.Config{Registry: reg})
+	codec, err := avro.NewCodec(avro.Config{Registry: confluentsr.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,41 +81,19 @@ func fillEvent(ev *avro.Event, meta *avro.Metadata, p *eventParams) string {
 	}
 	if msg.Value == nil || p.inPlaceAttempts > 0 {
 		meta.Headers = headerMap(msg.Headers)
-		if msg.Value == nil {
-			meta.Headers[avro.ValueNullEntry] = []byte("true")
-		}
 		if p.inPlaceAttempts > 0 {
 			meta.Headers[avro.InPlaceAttemptsEntry] = strconv.AppendInt(nil, int64(p.inPlaceAttempts), 10)
 		}
 	}
-	*ev = avro.Event{
-		Identity: avro.Identity{EventID: p.eventID, IdempotenceID: p.idempotenceID, Created: p.now.UTC().Truncate(time.Millisecond)},
-		Type:     avro.EventType{Name: avro.EventTypeName, Version: avro.EventTypeVersion},
-		Publisher: avro.Publisher{
-			System:  p.system,
-			Service: p.service,
-		},
-		References: avro.References{
-			Message: avro.MessageReference{Type: avro.MessageReferenceType, TopicName: msg.Topic,
-				Partition: msg.Partition, Offset: msg.Offset},
-			ErrorType: avro.ErrorTypeReference{Type: avro.ErrorTypeException, Temporality: f.class.Temporality, Code: f.class.Code},
-		},
-		Payload: avro.Payload{
-			OriginalMessage:       msg.Value,
-			OriginalKey:           msg.Key,
-			ErrorMessage:          errorMessage(f.err),
-			ErrorDescription:      desc,
-			StackTrace:            trace,
-			StackTraceHash:        hash,
-			FailedMessageMetadata: meta,
-		},
-		DomainEventVersion: avro.DomainEventVersion,
-	}
-	if ev.Payload.OriginalMessage == nil {
-		// The contract's originalMessage is not nullable: a tombstone travels as empty bytes,
-		// marked by the avro.ValueNullEntry metadata entry.
-		ev.Payload.OriginalMessage = []byte{}
-	}
+	avro.FillFailureEvent(ev, &avro.FailedRecord{
+		EventID: p.eventID, IdempotenceID: p.idempotenceID, Created: p.now,
+		System: p.system, Service: p.service,
+		Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset,
+		Temporality: f.class.Temporality, Code: f.class.Code,
+		Key: msg.Key, Value: msg.Value, Tombstone: msg.Value == nil,
+		ErrorMessage: errorMessage(f.err), ErrorDescription: desc, StackTrace: trace, StackTraceHash: hash,
+		Metadata: meta,
+	})
 	key := info.ID
 	if key == "" {
 		key = p.idempotenceID
