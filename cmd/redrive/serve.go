@@ -124,6 +124,7 @@ func (s *service) build(ctx context.Context) error {
 		Sources:         s.cfg.Sources,
 		DeadLetterTopic: s.cfg.DLTTopic,
 		GroupID:         s.cfg.GroupID,
+		GroupInstanceID: s.cfg.GroupInstanceID,
 		BatchSize:       s.cfg.BatchSize,
 		BatchWait:       s.cfg.BatchWait,
 		Writers:         s.cfg.Writers,
