@@ -40,6 +40,9 @@ func TestSettingsValidation(t *testing.T) {
 	if _, err := New(cfg, Settings{}); err == nil || !strings.Contains(err.Error(), "invalid settings") {
 		t.Errorf("no brokers: %v", err)
 	}
+	if _, err := New(cfg, Settings{Brokers: []string{"localhost:1"}, GroupInstanceID: " orders-0"}); err == nil || !strings.Contains(err.Error(), "GroupInstanceID") {
+		t.Errorf("a spaced GroupInstanceID: %v", err)
+	}
 	_, err := NewDeadLetterer(errorhandler.DeadLetterConfig{ErrorTopic: "e", System: "s", Service: "svc", GroupID: "g", Metrics: prometheus.NewRegistry()},
 		Settings{Brokers: []string{"localhost:1"}, ProducerOpts: []kgo.Opt{kgo.DisableIdempotentWrite()}})
 	if err == nil || !strings.Contains(err.Error(), "idempotent") {
