@@ -166,6 +166,10 @@ func headerMap(hs []errorhandler.Header) map[string][]byte {
 	return m
 }
 
+// traceSizeHint is the first capacity of a stack trace's text: most chains (a few errors with
+// their types) fit.
+const traceSizeHint = 128
+
 // maxChainDepth bounds how deep error chains are walked.
 const maxChainDepth = 32
 
@@ -176,6 +180,7 @@ func stackTrace(err error) string {
 		return ""
 	}
 	var b strings.Builder
+	b.Grow(traceSizeHint) // one allocation for the common chains, not one per doubling
 	var panics []*errorhandler.PanicError
 	writeChain(&b, err, "", 0, &panics)
 	for _, pe := range panics {
