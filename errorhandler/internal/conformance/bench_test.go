@@ -48,7 +48,8 @@ import (
 //
 // EH_BENCH_RECORDS overrides the number of records (default 200000), EH_BENCH_SYNC_RECORDS
 // the number the slow sync variants handle (default 20000; their rate is what counts);
-// EH_BENCH_ONLY=<client>-<variant> (e.g. franz-runner) runs one variant, e.g. under a profiler.
+// EH_BENCH_ONLY=<client>-<variant> (e.g. franz-runner) runs one variant, e.g. under a profiler;
+// EH_BENCH_MAX_BUFFERED sets the Runner's MaxBuffered.
 func BenchmarkDeadLetterVariants(b *testing.B) {
 	n := envInt(b, "EH_BENCH_RECORDS", 200_000)
 	nSync := min(n, envInt(b, "EH_BENCH_SYNC_RECORDS", 20_000))
@@ -302,6 +303,9 @@ func benchRunner(b *testing.B, k *testkit.Cluster, client, topic string, n int, 
 		FloodThreshold: -1,
 		DeadLetter:     eh.DeadLetterConfig{ErrorTopic: "bench-err"},
 		Metrics:        reg,
+	}
+	if os.Getenv("EH_BENCH_MAX_BUFFERED") != "" {
+		cfg.MaxBuffered = envInt(b, "EH_BENCH_MAX_BUFFERED", 0)
 	}
 	var r runner
 	var err error

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -23,8 +22,14 @@ const (
 )
 
 // staticSessionTimeout is the group session timeout of the resume test: a dynamic member
-// killed without leaving the group holds its partitions this long.
-const staticSessionTimeout = 10 * time.Second
+// killed without leaving the group holds its partitions this long. 10s, or
+// EH_STATIC_SESSION_TIMEOUT (e.g. 45s, the clients' default) for a measurement.
+func staticSessionTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("EH_STATIC_SESSION_TIMEOUT")); err == nil && d > 0 {
+		return d
+	}
+	return 10 * time.Second
+}
 
 // firstSeen is a recorder that notes when it handled its first record.
 type firstSeen struct {
@@ -71,9 +76,9 @@ func TestStaticMembershipResume(t *testing.T) {
 				}
 				resume := staticResume(t, a, instanceID)
 				t.Logf("%s, %s membership: first record handled %v after the restart (session timeout %v)",
-					a, mode, resume.Round(time.Millisecond), staticSessionTimeout)
-				if mode == "static" && resume >= staticSessionTimeout {
-					t.Errorf("a static member resumed after %v, not before the session timeout %v", resume, staticSessionTimeout)
+					a, mode, resume.Round(time.Millisecond), staticSessionTimeout())
+				if mode == "static" && resume >= staticSessionTimeout() {
+					t.Errorf("a static member resumed after %v, not before the session timeout %v", resume, staticSessionTimeout())
 				}
 			})
 		}
@@ -83,7 +88,7 @@ func TestStaticMembershipResume(t *testing.T) {
 // staticResume runs one kill and restart and returns the successor's time to its first record.
 func staticResume(t *testing.T, a adapter, instanceID string) time.Duration {
 	e := newEnv(t, a, 2)
-	e.tun = tuning{sessionTimeout: staticSessionTimeout, instanceID: instanceID}
+	e.tun = tuning{sessionTimeout: staticSessionTimeout(), instanceID: instanceID}
 	const before, after = 50, 50 // records per partition before and after the kill
 	for p := int32(0); p < 2; p++ {
 		e.produce(p, values("ok", before)...)
@@ -123,10 +128,15 @@ func staticResume(t *testing.T, a adapter, instanceID string) time.Duration {
 	h := &firstSeen{recorder: newRecorder()}
 	started := time.Now()
 	s := e.start(e.config(group, h))
+	// A dynamic successor waits for the session timeout before it gets any partition.
+	deadline := started.Add(staticSessionTimeout() + waitTimeout)
 	for p := int32(0); p < 2; p++ {
-		waitFor(t, fmt.Sprintf("the successor committed partition %d to the end", p), func() bool {
-			return e.committed(group, p) == before+after
-		})
+		for e.committed(group, p) != before+after {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for the successor to commit partition %d to the end", p)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	if err := s.stop(); err != nil {
 		t.Fatal(err)
@@ -157,7 +167,7 @@ func TestStaticMemberChild(t *testing.T) {
 		t.Fatalf("%s=%q", envStaticChild, spec)
 	}
 	e := &env{t: t, a: adapter(parts[0]), reg: prometheus.NewRegistry(),
-		tun: tuning{sessionTimeout: staticSessionTimeout, instanceID: parts[2]}}
+		tun: tuning{sessionTimeout: staticSessionTimeout(), instanceID: parts[2]}}
 	cfg := eh.Config[[]byte, string]{
 		GroupID: parts[1], Topics: []string{testTopic}, System: "test-system", Service: "test-service",
 		KeyDecoder: eh.Bytes(), ValueDecoder: stringDecoder(), Handler: newRecorder(),
