@@ -48,6 +48,9 @@ type eventParams struct {
 	// inPlaceAttempts is the number of handler calls made in place; 0 when in-place retries
 	// are not configured (the metadata entry is then left out).
 	inPlaceAttempts int
+	// trace, when not nil, is where the stack trace's text is kept (a field of the job, so
+	// that the event's pointer to it costs no allocation); nil: a new variable.
+	trace *string
 }
 
 // buildEvent returns the MPFE of p's failure and the string of its Kafka key record.
@@ -61,7 +64,11 @@ func buildEvent(p *eventParams) (*avro.Event, string) {
 // and returns the string of its Kafka key record.
 func fillEvent(ev *avro.Event, meta *avro.Metadata, p *eventParams) string {
 	msg, f, info := p.msg, p.f, p.info
-	trace := avro.Ptr(cutStackTrace(stackTrace(f.err)))
+	trace := p.trace
+	if trace == nil {
+		trace = new(string)
+	}
+	*trace = cutStackTrace(stackTrace(f.err))
 	hash := stackTraceHashPtr(f)
 	desc := description(f)
 	// The header map is written straight from msg.Headers by appendEvent, unless the event

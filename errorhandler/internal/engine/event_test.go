@@ -260,9 +260,9 @@ func BenchmarkEncodeMPFE(b *testing.B) {
 	})
 }
 
-// BenchmarkBuildMPFE measures what the dead-letter path does per record before encoding: the
-// event's identity (a random event id, the idempotenceId) and its fields (stack trace, hash,
-// description), for a flat error and for a wrapped one.
+// BenchmarkBuildMPFE measures what the dead-letter path does per record before encoding (the
+// job's initJob): the event's identity (a random event id, the idempotenceId) and its fields
+// (stack trace, hash, description), for a flat error and for a wrapped one.
 func BenchmarkBuildMPFE(b *testing.B) {
 	msg := testMessage([]byte(`{"id":"order-000000","amount":1250,"currency":"CHF","items":3}`), []byte("order-1"),
 		eh.Header{Key: "type", Value: []byte("OrderPlaced")})
@@ -273,11 +273,9 @@ func BenchmarkBuildMPFE(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			f := classifyFailure(nil, eh.PhaseProcess, err)
-			var ev avro.Event
-			var meta avro.Metadata
+			d := &DeadLetterer{cfg: eh.DeadLetterConfig{System: "s", Service: "svc", GroupID: "g", Clock: time.Now}}
 			for range b.N {
-				fillEvent(&ev, &meta, &eventParams{msg: msg, f: f, system: "s", service: "svc",
-					eventID: newEventID(), idempotenceID: eh.IdempotenceID("g", msg), now: time.Now()})
+				d.initJob(&Job{}, msg, f, 0, nil)
 			}
 		})
 	}
