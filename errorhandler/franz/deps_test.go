@@ -121,3 +121,68 @@ func importChain(pkgs map[string]*listedPackage, target string) []string {
 	}
 	return []string{target}
 }
+
+// TestFranzUserNeedsNoConfluentModule is `go mod why -m` in the module of a franz-go user: a
+// throwaway module that requires this one (replaced by the working tree, with its go.sum) and
+// imports the middleware, the franz adapter and the franz-go registry adapter. Go must answer
+// that the module does not need confluent-kafka-go, counting the tests of every package it
+// reaches, as `go mod why` does.
+func TestFranzUserNeedsNoConfluentModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go tool")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goLine := "go 1.26.0"
+	for _, l := range strings.Split(string(mod), "\n") {
+		if strings.HasPrefix(l, "go ") {
+			goLine = l
+		}
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module example.com/franzuser\n\n" + goLine + "\n\nrequire github.com/redrive/redrive v0.0.0\n\nreplace github.com/redrive/redrive => " + root + "\n",
+		"go.sum": string(sum),
+		"main.go": `package main
+
+import (
+	"github.com/redrive/redrive/avro/franzsr"
+	"github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/errorhandler/franz"
+)
+
+func main() {
+	reg, _ := franzsr.Dial([]string{"http://localhost:8081"})
+	_, _ = franz.New(errorhandler.Config[[]byte, []byte]{DeadLetter: errorhandler.DeadLetterConfig{Registry: reg}}, franz.Settings{})
+}
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const confluentModule = "github.com/confluentinc/confluent-kafka-go/v2"
+	why := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "mod", "why", "-m", confluentModule)
+	why.Dir = dir
+	// The hashes come from this module's go.sum; a module only the analysis needs (a test
+	// dependency of a dependency) is not built into anything.
+	why.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOSUMDB=off")
+	out, err := why.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go mod why: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "(main module does not need module "+confluentModule+")") {
+		t.Errorf("a franz-go user's module needs %s:\n%s", confluentModule, out)
+	}
+}
