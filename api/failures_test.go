@@ -21,6 +21,7 @@ import (
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/store"
 )
@@ -311,7 +312,7 @@ func TestPayloadFormats(t *testing.T) {
 	unknownID := append([]byte{0, 0, 0, 3, 0xe7}, datum...)
 	trailing := append(append([]byte(nil), framed...), 0x01)
 
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: reg})
+	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: confluentsr.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -419,7 +420,7 @@ func TestRepairAvro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: reg})
+	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: confluentsr.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

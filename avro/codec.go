@@ -1,6 +1,7 @@
 package avro
 
 import (
+	"context"
 	_ "embed"
 	"encoding/binary"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/linkedin/goavro/v2"
 )
 
@@ -102,14 +102,14 @@ type Config struct {
 	// this registry (subjects by TopicRecordNameStrategy) and resolve ids it reads there.
 	// When nil, the codec writes Avro single-object encoding; it still reads Confluent framing,
 	// decoding the datum with the built-in schema.
-	Registry schemaregistry.Client
+	Registry Registry
 	// MaxSize bounds an encoded event or key in bytes. Defaults to DefaultMaxSize.
 	MaxSize int
 }
 
 // Codec encodes and decodes framed events and keys. It is safe for concurrent use.
 type Codec struct {
-	registry schemaregistry.Client
+	registry Registry
 	maxSize  int
 	builtin  *schemas
 
@@ -206,6 +206,23 @@ func classifyDatumErr(what string, n int, err error) *DecodeError {
 		Detail: fmt.Sprintf("%s datum of %d bytes: %v", what, n, err)}
 }
 
+// EventFraming returns the framing prefix that EncodeEvent writes before an event's datum on
+// topic: the Confluent wire format's 5 bytes when a registry is configured (registering the
+// schema on first use), else single-object encoding's 10. It is the one place that decides
+// the framing; a producer that appends datums itself (AppendEvent) starts from it. The slice
+// is the caller's.
+func (c *Codec) EventFraming(topic string) ([]byte, error) {
+	return c.header(topic, EventFullName, c.builtin.event)
+}
+
+// KeyFraming returns the framing prefix of a key record on topic, like EventFraming.
+func (c *Codec) KeyFraming(topic string) ([]byte, error) {
+	return c.header(topic, KeyFullName, c.builtin.key)
+}
+
+// MaxSize returns the size limit of an encoded event, in bytes.
+func (c *Codec) MaxSize() int { return c.maxSize }
+
 // EncodeEvent returns e framed for topic: Confluent wire format when a registry is configured
 // (registering the schema under "<topic>-<full name>" on first use), else single-object encoding.
 func (c *Codec) EncodeEvent(topic string, e *Event) ([]byte, error) {
@@ -266,7 +283,7 @@ func (c *Codec) header(topic, fullName string, sc *schemaCodec) ([]byte, error) 
 	c.mu.RUnlock()
 	if !ok {
 		var err error
-		id, err = c.registry.Register(subject, schemaregistry.SchemaInfo{Schema: sc.codec.Schema(), SchemaType: "AVRO"}, false)
+		id, err = c.registry.Register(context.Background(), subject, sc.codec.Schema())
 		if err != nil {
 			return nil, fmt.Errorf("register schema under subject %q: %w", subject, err)
 		}
@@ -348,7 +365,7 @@ func (c *Codec) writer(topic, fullName string, id int) (*schemaCodec, error) {
 	if topic != "" {
 		subject = Subject(topic, fullName)
 	}
-	info, err := c.registry.GetBySubjectAndID(subject, id)
+	info, err := c.registry.SchemaByID(context.Background(), subject, id)
 	if err != nil {
 		return nil, &DecodeError{Check: CheckSchemaID, Err: errors.Join(ErrUnknownSchema, err),
 			Detail: fmt.Sprintf("schema id %d (subject %q) not found in the registry: %v", id, subject, err)}

@@ -5,7 +5,11 @@
 // used on the topic: the Confluent wire format (0x00, a 4-byte schema id, the datum) through a
 // schema registry, and Avro single-object encoding (0xC3 0x01, the CRC-64-AVRO fingerprint of the
 // schema's Parsing Canonical Form, the datum) when no registry is configured. [Codec.DecodeEvent]
-// accepts both framings.
+// accepts both framings, and the codec is the one place that decides which framing a topic
+// gets ([Codec.EventFraming]). The registry is the small [Registry] interface; this package
+// links no registry client (avro/franzsr adapts franz-go's, avro/confluentsr
+// confluent-kafka-go's), so a consumer that links it pulls in neither. [FillFailureEvent]
+// builds every MPFE redrive writes.
 //
 // Events are written field by field by [AppendEvent] (fast, no intermediate maps) and read by
 // goavro after a guard walk over the datum that refuses hostile block counts before goavro could

@@ -2,14 +2,13 @@ package avro
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
-
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 )
 
 // Framings of an Avro payload.
@@ -65,7 +64,7 @@ func (p *DecodedPayload) Describe() string {
 type PayloadDecoderConfig struct {
 	// Registry resolves the schema ids of Confluent-framed payloads. Optional: without it
 	// such payloads get ErrNoRegistry.
-	Registry schemaregistry.Client
+	Registry Registry
 	// Schemas are Avro schemas (JSON) tried on single-object payloads by fingerprint. The
 	// event and key schemas of the contract are always known.
 	Schemas []string
@@ -86,7 +85,7 @@ const (
 // registry's by id. Every datum passes the guard walk before it is decoded, so hostile bytes
 // cannot make it allocate what they claim. It is safe for concurrent use.
 type PayloadDecoder struct {
-	registry  schemaregistry.Client
+	registry  Registry
 	known     map[[8]byte]*Schema
 	maxBytes  int
 	maxCached int
@@ -194,7 +193,7 @@ func (d *PayloadDecoder) schemaByID(topic, part string, id int) (*registrySchema
 		return rs, nil
 	}
 	var (
-		info    schemaregistry.SchemaInfo
+		info    RegistrySchema
 		subject string
 		lastErr error
 		found   bool
@@ -204,7 +203,7 @@ func (d *PayloadDecoder) schemaByID(topic, part string, id int) (*registrySchema
 			if found {
 				return
 			}
-			i, err := d.registry.GetBySubjectAndID(s, id)
+			i, err := d.registry.SchemaByID(context.Background(), s, id)
 			if err != nil {
 				lastErr = err
 				continue
@@ -214,17 +213,15 @@ func (d *PayloadDecoder) schemaByID(topic, part string, id int) (*registrySchema
 	}
 	try("", topic+"-"+part)
 	if !found {
-		if svs, err := d.registry.GetSubjectsAndVersionsByID(id); err == nil {
-			for _, sv := range svs {
-				try(sv.Subject)
-			}
+		if subjects, err := d.registry.SubjectsByID(context.Background(), id); err == nil {
+			try(subjects...)
 		}
 	}
 	if !found {
 		return nil, &PayloadError{Framing: FramingConfluent, Err: ErrUnknownSchema,
 			Detail: fmt.Sprintf("the %s names schema id %d, which the schema registry does not serve: %v", part, id, lastErr)}
 	}
-	if t := strings.ToUpper(info.SchemaType); t != "" && t != "AVRO" {
+	if t := strings.ToUpper(info.Type); t != "" && t != "AVRO" {
 		return nil, &PayloadError{Framing: FramingConfluent, Err: ErrUnknownSchema,
 			Detail: fmt.Sprintf("the %s names schema id %d, a %s schema, not Avro", part, id, t)}
 	}

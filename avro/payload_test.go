@@ -1,13 +1,13 @@
 package avro_test
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/linkedin/goavro/v2"
 
 	"github.com/redrive/redrive/avro"
@@ -36,18 +36,16 @@ func confluentFramed(id int, datum []byte) []byte {
 
 func TestPayloadDecoderBothFramings(t *testing.T) {
 	t.Parallel()
-	reg, err := schemaregistry.NewClient(schemaregistry.NewConfig("mock://payload-decoder"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := newScopedRegistry()
+	ctx := context.Background()
 	// One schema under the topic's TopicNameStrategy subject, one under a subject only the
 	// registry's reverse lookup finds.
-	byTopic, err := reg.Register("orders-value", schemaregistry.SchemaInfo{Schema: orderSchema}, false)
+	byTopic, err := reg.Register(ctx, "orders-value", orderSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := strings.Replace(orderSchema, `"Order"`, `"Refund"`, 1)
-	byRecord, err := reg.Register("payments-shop.Refund", schemaregistry.SchemaInfo{Schema: other}, false)
+	byRecord, err := reg.Register(ctx, "payments-shop.Refund", other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +111,8 @@ func TestPayloadDecoderErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := schemaregistry.NewClient(schemaregistry.NewConfig("mock://payload-decoder-errors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := reg.Register("orders-value", schemaregistry.SchemaInfo{Schema: orderSchema}, false)
+	reg := newScopedRegistry()
+	id, err := reg.Register(context.Background(), "orders-value", orderSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,9 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/avro"
 )
 
 // Policy says what happens to a record that failed in a phase.
@@ -67,9 +68,10 @@ type DeadLetterConfig struct {
 	// record are two failures. A Runner sets it to its own group.
 	GroupID string
 	// Registry, when set, frames MPFEs in the Confluent wire format with ids from this schema
-	// registry; otherwise they use Avro single-object encoding. (The schema registry client is
-	// pure Go: it needs no cgo.)
-	Registry schemaregistry.Client
+	// registry; otherwise they use Avro single-object encoding. avro/franzsr adapts franz-go's
+	// pure-Go registry client (no module of confluent-kafka-go is linked); avro/confluentsr
+	// adapts confluent-kafka-go's.
+	Registry avro.Registry
 	// Extractor reads the failed message's own id, type and version. Optional.
 	Extractor Extractor
 	// Classifier overrides the default classification. Optional.

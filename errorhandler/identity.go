@@ -3,6 +3,7 @@ package errorhandler
 import (
 	"crypto/sha1"
 	"encoding/binary"
+	"encoding/hex"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -26,21 +27,42 @@ var identityNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.c
 // that fails again is a new failure with its own id. The timestamp keeps records apart when a
 // topic was deleted and created again and offsets start over.
 func IdempotenceID(group string, msg *Message) string {
+	var buf [36]byte
+	return string(AppendIdempotenceID(buf[:0], group, msg))
+}
+
+// AppendIdempotenceID appends the text of IdempotenceID(group, msg) (36 bytes) to b.
+func AppendIdempotenceID(b []byte, group string, msg *Message) []byte {
 	origin, _ := msg.HeaderValue(avro.HeaderOrigin)
 	var buf [256]byte // the name; on the stack unless it is longer
-	b := append(buf[:0], identityNamespace[:]...)
-	b = appendField(b, group)
-	b = appendField(b, msg.Topic)
-	b = binary.BigEndian.AppendUint32(b, uint32(msg.Partition))
-	b = binary.BigEndian.AppendUint64(b, uint64(msg.Offset))
-	b = binary.BigEndian.AppendUint64(b, uint64(msg.Timestamp.UnixMilli()))
-	b = appendField(b, string(origin))
-	sum := sha1.Sum(b)
+	n := append(buf[:0], identityNamespace[:]...)
+	n = appendField(n, group)
+	n = appendField(n, msg.Topic)
+	n = binary.BigEndian.AppendUint32(n, uint32(msg.Partition))
+	n = binary.BigEndian.AppendUint64(n, uint64(msg.Offset))
+	n = binary.BigEndian.AppendUint64(n, uint64(msg.Timestamp.UnixMilli()))
+	n = appendField(n, string(origin))
+	sum := sha1.Sum(n)
 	var u uuid.UUID
 	copy(u[:], sum[:])
 	u[6] = u[6]&0x0f | 0x50 // version 5
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	return u.String()
+	return appendUUID(b, u)
+}
+
+// appendUUID appends the canonical 36-character text of u to b, as u.String() writes it.
+func appendUUID(b []byte, u uuid.UUID) []byte {
+	var text [36]byte
+	hex.Encode(text[0:8], u[0:4])
+	text[8] = '-'
+	hex.Encode(text[9:13], u[4:6])
+	text[13] = '-'
+	hex.Encode(text[14:18], u[6:8])
+	text[18] = '-'
+	hex.Encode(text[19:23], u[8:10])
+	text[23] = '-'
+	hex.Encode(text[24:], u[10:])
+	return append(b, text[:]...)
 }
 
 func appendField(b []byte, s string) []byte {

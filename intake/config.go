@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -60,6 +61,12 @@ type Config struct {
 	DeadLetterTopic string
 	// GroupID is the consumer group. Defaults to DefaultGroupID.
 	GroupID string
+	// GroupInstanceID, when set, makes the intake's consumer a static member of its group
+	// (KIP-345, group.instance.id): a restarted instance with the same id takes its
+	// partitions back at once instead of waiting for the session timeout to drop its former
+	// self. Every instance needs its own id that stays the same across its restarts (a
+	// StatefulSet pod's name). Empty: dynamic membership.
+	GroupInstanceID string
 	// ConsumerConfig and ProducerConfig hold extra librdkafka settings (security, tuning) that
 	// override the defaults of the consumer and of the dead-letter producer.
 	ConsumerConfig kafka.ConfigMap
@@ -219,7 +226,10 @@ func (c Config) validate() error {
 	if c.KafkaCheckInterval < 0 {
 		bad("KafkaCheckInterval %s is negative", c.KafkaCheckInterval)
 	}
-	for _, k := range []string{"enable.auto.commit", "group.id", "bootstrap.servers"} {
+	if c.GroupInstanceID != strings.TrimSpace(c.GroupInstanceID) {
+		bad("GroupInstanceID %q has leading or trailing spaces", c.GroupInstanceID)
+	}
+	for _, k := range []string{"enable.auto.commit", "group.id", "group.instance.id", "bootstrap.servers"} {
 		if _, ok := c.ConsumerConfig[k]; ok {
 			bad("ConsumerConfig may not set %q: the intake owns it", k)
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
@@ -64,28 +63,6 @@ func (in *Intake) wrap(r *record, keep int) *avro.Event {
 			headers[i] = avro.Header{Name: h.Key, Value: h.Value}
 		}
 	}
-	e := &avro.Event{
-		Identity: avro.Identity{
-			EventID:       uuid.NewString(),
-			IdempotenceID: uuid.NewSHA1(deadLetterNamespace, []byte(pos)).String(),
-			Created:       in.cfg.Now().UTC().Truncate(time.Millisecond),
-		},
-		Type:      avro.EventType{Name: avro.EventTypeName, Version: avro.EventTypeVersion},
-		Publisher: avro.Publisher{System: in.cfg.PublisherSystem, Service: in.cfg.PublisherService},
-		References: avro.References{
-			Message: avro.MessageReference{Type: avro.MessageReferenceType, TopicName: topic,
-				Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset)},
-			ErrorType: avro.ErrorTypeReference{Type: avro.ErrorTypeException, Temporality: avro.Permanent,
-				Code: avro.CodeDeserializationFailed},
-		},
-		Payload: avro.Payload{
-			OriginalMessage:  value,
-			OriginalKey:      key,
-			ErrorMessage:     strings.ToValidUTF8(r.err.Error(), "\uFFFD"),
-			ErrorDescription: &desc,
-		},
-		DomainEventVersion: avro.DomainEventVersion,
-	}
 	md := &avro.Metadata{Headers: map[string][]byte{}}
 	if len(headers) > 0 {
 		if err := md.SetHeaders(headers); err != nil {
@@ -93,11 +70,19 @@ func (in *Intake) wrap(r *record, keep int) *avro.Event {
 			desc += fmt.Sprintf("; %d headers left out: %v", len(headers), err)
 		}
 	}
-	if m.Value == nil {
-		md.Headers[avro.ValueNullEntry] = []byte("true") // a tombstone stays one when reactivated
-	}
-	e.Payload.FailedMessageMetadata = md
-	return e
+	return avro.NewFailureEvent(&avro.FailedRecord{
+		EventID:       uuid.NewString(),
+		IdempotenceID: uuid.NewSHA1(deadLetterNamespace, []byte(pos)).String(),
+		Created:       in.cfg.Now(),
+		System:        in.cfg.PublisherSystem, Service: in.cfg.PublisherService,
+		Topic: topic, Partition: m.TopicPartition.Partition, Offset: int64(m.TopicPartition.Offset),
+		Temporality: avro.Permanent, Code: avro.CodeDeserializationFailed,
+		Key: key, Value: value,
+		Tombstone:        m.Value == nil, // a tombstone stays one when reactivated
+		ErrorMessage:     strings.ToValidUTF8(r.err.Error(), "\uFFFD"),
+		ErrorDescription: &desc,
+		Metadata:         md,
+	})
 }
 
 // encodeDeadLetter returns the key and value of the dead-letter record of r, keeping at most keep

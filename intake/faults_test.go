@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/store"
 )
@@ -402,12 +402,12 @@ func TestIntakeRecordRefusedByDatabase(t *testing.T) {
 
 // flakyRegistry is a schema registry that cannot be reached for its first failures look-ups.
 type flakyRegistry struct {
-	schemaregistry.Client
+	avro.Registry
 	mu       sync.Mutex
 	failures int
 }
 
-func (f *flakyRegistry) GetBySubjectAndID(subject string, id int) (schemaregistry.SchemaInfo, error) {
+func (f *flakyRegistry) SchemaByID(ctx context.Context, subject string, id int) (avro.RegistrySchema, error) {
 	f.mu.Lock()
 	fail := f.failures > 0
 	if fail {
@@ -415,21 +415,21 @@ func (f *flakyRegistry) GetBySubjectAndID(subject string, id int) (schemaregistr
 	}
 	f.mu.Unlock()
 	if fail {
-		return schemaregistry.SchemaInfo{}, &url.Error{Op: "Get", URL: "http://registry:8081/schemas/ids/1",
+		return avro.RegistrySchema{}, &url.Error{Op: "Get", URL: "http://registry:8081/schemas/ids/1",
 			Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 	}
-	return f.Client.GetBySubjectAndID(subject, id)
+	return f.Registry.SchemaByID(ctx, subject, id)
 }
 
 // A record whose schema id cannot be looked up because the registry is unreachable waits for
 // the registry; it is not dead-lettered. An id the registry does not know is.
 func TestIntakeSchemaRegistryUnavailable(t *testing.T) {
 	t.Parallel()
-	mock, err := schemaregistry.NewClient(schemaregistry.NewConfig("mock://" + t.Name()))
+	mock, err := confluentsr.Dial("mock://"+t.Name(), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry := &flakyRegistry{Client: mock, failures: 3}
+	registry := &flakyRegistry{Registry: mock, failures: 3}
 	intakeCodec, err := avro.NewCodec(avro.Config{Registry: registry})
 	if err != nil {
 		t.Fatal(err)

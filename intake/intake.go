@@ -167,7 +167,7 @@ func (in *Intake) Run(ctx context.Context) error {
 		return fmt.Errorf("intake: subscribe to %s: %w", strings.Join(in.topics, ", "), err)
 	}
 	in.logSources()
-	in.log.Info("intake started", "topics", in.topics, "group", in.cfg.GroupID, "dead_letter_topic", in.cfg.DeadLetterTopic)
+	in.log.Info("intake started", "topics", in.topics, "group", in.cfg.GroupID, "group_instance_id", in.cfg.GroupInstanceID, "dead_letter_topic", in.cfg.DeadLetterTopic)
 
 	// The poller polls and decodes while Writers writers store the batches, each its share of
 	// the causing messages, in order; a committer commits each batch's offsets once all its
@@ -310,6 +310,9 @@ func (in *Intake) consumerConfig() *kafka.ConfigMap {
 	}
 	cm["bootstrap.servers"] = in.cfg.Bootstrap
 	cm["group.id"] = in.cfg.GroupID
+	if in.cfg.GroupInstanceID != "" {
+		cm["group.instance.id"] = in.cfg.GroupInstanceID
+	}
 	cm["enable.auto.commit"] = false
 	return &cm
 }

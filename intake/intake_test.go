@@ -297,6 +297,8 @@ func TestNewValidates(t *testing.T) {
 		"too many writers": {NextAttempt: next, Bootstrap: "x", Topic: "a", DeadLetterTopic: "b", Writers: MaxWriters + 1},
 		"retry bounds":     {NextAttempt: next, Bootstrap: "x", Topic: "a", DeadLetterTopic: "b", RetryMin: time.Second, RetryMax: time.Millisecond},
 		"owned kafka keys": {NextAttempt: next, Bootstrap: "x", Topic: "a", DeadLetterTopic: "b", ConsumerConfig: kafka.ConfigMap{"enable.auto.commit": true}},
+		"instance id key":  {NextAttempt: next, Bootstrap: "x", Topic: "a", DeadLetterTopic: "b", ConsumerConfig: kafka.ConfigMap{"group.instance.id": "i"}},
+		"instance id":      {NextAttempt: next, Bootstrap: "x", Topic: "a", DeadLetterTopic: "b", GroupInstanceID: " i"},
 	}
 	for name, cfg := range cases {
 		_, err := New(cfg)

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry/rest"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/store"
 )
@@ -22,7 +22,7 @@ import (
 // outageRegistry is a schema registry that has lost its schemas while down: it answers every
 // look-up with 404 (not a transient failure: the intake dead-letters the events).
 type outageRegistry struct {
-	schemaregistry.Client
+	avro.Registry
 	mu   sync.Mutex
 	down bool
 	// unreachable makes every look-up fail as a connection refused (a transient failure).
@@ -32,26 +32,26 @@ type outageRegistry struct {
 	calls sync.Mutex
 }
 
-func (o *outageRegistry) Register(subject string, schema schemaregistry.SchemaInfo, normalize bool) (int, error) {
+func (o *outageRegistry) Register(ctx context.Context, subject, schema string) (int, error) {
 	o.calls.Lock()
 	defer o.calls.Unlock()
-	return o.Client.Register(subject, schema, normalize)
+	return o.Registry.Register(ctx, subject, schema)
 }
 
-func (o *outageRegistry) GetBySubjectAndID(subject string, id int) (schemaregistry.SchemaInfo, error) {
+func (o *outageRegistry) SchemaByID(ctx context.Context, subject string, id int) (avro.RegistrySchema, error) {
 	o.mu.Lock()
 	down, unreachable := o.down, o.unreachable
 	o.mu.Unlock()
 	if unreachable {
-		return schemaregistry.SchemaInfo{}, &url.Error{Op: "Get", URL: "http://registry:8081/schemas/ids/1",
+		return avro.RegistrySchema{}, &url.Error{Op: "Get", URL: "http://registry:8081/schemas/ids/1",
 			Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 	}
 	if down {
-		return schemaregistry.SchemaInfo{}, &rest.Error{Code: 40403, Message: "Schema not found"}
+		return avro.RegistrySchema{}, &rest.Error{Code: 40403, Message: "Schema not found"}
 	}
 	o.calls.Lock()
 	defer o.calls.Unlock()
-	return o.Client.GetBySubjectAndID(subject, id)
+	return o.Registry.SchemaByID(ctx, subject, id)
 }
 
 func (o *outageRegistry) setDown(down bool) {
@@ -83,11 +83,11 @@ func waitRun(t *testing.T, r *Reactivator, id int64) *store.Reactivation {
 // stores them; what still fails stays; a later run resumes where the last stopped.
 func TestReactivateAfterRegistryOutage(t *testing.T) {
 	t.Parallel()
-	mock, err := schemaregistry.NewClient(schemaregistry.NewConfig("mock://" + t.Name()))
+	mock, err := confluentsr.Dial("mock://"+t.Name(), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry := &outageRegistry{Client: mock, down: true}
+	registry := &outageRegistry{Registry: mock, down: true}
 	codec, err := avro.NewCodec(avro.Config{Registry: registry})
 	if err != nil {
 		t.Fatal(err)
@@ -198,11 +198,11 @@ func TestReactivateAfterRegistryOutage(t *testing.T) {
 // next run, with the registry back, reads it.
 func TestReactivateRegistryUnreachable(t *testing.T) {
 	t.Parallel()
-	mock, err := schemaregistry.NewClient(schemaregistry.NewConfig("mock://" + t.Name()))
+	mock, err := confluentsr.Dial("mock://"+t.Name(), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry := &outageRegistry{Client: mock, down: true}
+	registry := &outageRegistry{Registry: mock, down: true}
 	codec, err := avro.NewCodec(avro.Config{Registry: registry})
 	if err != nil {
 		t.Fatal(err)

@@ -6,9 +6,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
-
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/avro/confluentsr"
 )
 
 func runEvent(ctx context.Context, args []string, std stdio) error {
@@ -134,7 +133,7 @@ func runEventEncode(_ context.Context, args []string, std stdio) error {
 func newCLICodec(registryURL string, maxSize int) (*avro.Codec, error) {
 	cfg := avro.Config{MaxSize: maxSize}
 	if registryURL != "" {
-		reg, err := schemaregistry.NewClient(schemaregistry.NewConfig(registryURL))
+		reg, err := confluentsr.Dial(registryURL, "", "")
 		if err != nil {
 			return nil, fmt.Errorf("schema registry %s: %w", registryURL, err)
 		}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/intake"
 	"github.com/redrive/redrive/migrations"
 	"github.com/redrive/redrive/store"
@@ -124,6 +124,7 @@ func (s *service) build(ctx context.Context) error {
 		Sources:         s.cfg.Sources,
 		DeadLetterTopic: s.cfg.DLTTopic,
 		GroupID:         s.cfg.GroupID,
+		GroupInstanceID: s.cfg.GroupInstanceID,
 		BatchSize:       s.cfg.BatchSize,
 		BatchWait:       s.cfg.BatchWait,
 		Writers:         s.cfg.Writers,
@@ -171,15 +172,15 @@ func (s *service) build(ctx context.Context) error {
 }
 
 // registryClient returns the schema registry client of the configuration, or nil without one.
-func (s *service) registryClient() (schemaregistry.Client, error) {
+func (s *service) registryClient() (avro.Registry, error) {
 	if s.cfg.SchemaRegistryURL == "" {
 		return nil, nil
 	}
-	conf := schemaregistry.NewConfig(s.cfg.SchemaRegistryURL)
-	if user, pass, ok := strings.Cut(s.cfg.SchemaRegistryAuth, ":"); ok {
-		conf = schemaregistry.NewConfigWithBasicAuthentication(s.cfg.SchemaRegistryURL, user, pass)
+	user, pass, ok := strings.Cut(s.cfg.SchemaRegistryAuth, ":")
+	if !ok {
+		user, pass = "", ""
 	}
-	reg, err := schemaregistry.NewClient(conf)
+	reg, err := confluentsr.Dial(s.cfg.SchemaRegistryURL, user, pass)
 	if err != nil {
 		return nil, fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %w", err)
 	}

@@ -22,9 +22,11 @@ type serveConfig struct {
 	KafkaBootstrap string
 	ErrorTopic     string
 	// Sources are the further topics the intake reads (-source, REDRIVE_SOURCES).
-	Sources           []intake.Source
-	DLTTopic          string
-	GroupID           string
+	Sources  []intake.Source
+	DLTTopic string
+	GroupID  string
+	// GroupInstanceID makes the intake a static member of its consumer group (empty: dynamic).
+	GroupInstanceID   string
 	SchemaRegistryURL string
 	// SchemaRegistryAuth is "user:password" for the registry's basic authentication.
 	SchemaRegistryAuth string
@@ -184,6 +186,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	sources := ef.Sources("source", "REDRIVE_SOURCES", "a topic to read failures from, FORMAT:TOPIC[=ORIGINAL_TOPIC][?option=value&...] with FORMAT mpfe, spring, connect, streams or raw; repeatable (the variable: entries separated by commas or newlines); see docs/configuration.md")
 	dltTopic := ef.String("dlt-topic", "REDRIVE_DLT_TOPIC", "", "the service's own dead-letter topic for records that are not valid events (required, not the error topic)")
 	groupID := ef.String("group-id", "REDRIVE_GROUP_ID", intake.DefaultGroupID, "Kafka consumer group of the intake")
+	groupInstanceID := ef.String("group-instance-id", "REDRIVE_GROUP_INSTANCE_ID", "", "static membership of the intake's consumer (group.instance.id), unique per instance and stable across its restarts, e.g. the pod name; empty: dynamic membership")
 	registry := ef.String("schema-registry-url", "REDRIVE_SCHEMA_REGISTRY_URL", "", "schema registry URL; without it, dead-letter events use Avro single-object encoding and Confluent-framed events decode with the built-in schema")
 	registryAuth := ef.String("schema-registry-auth", "REDRIVE_SCHEMA_REGISTRY_AUTH", "", "user:password for the schema registry's basic authentication")
 	kafkaConfig := ef.String("kafka-config", "REDRIVE_KAFKA_CONFIG", "", "extra librdkafka settings for every Kafka client, comma-separated key=value (e.g. security.protocol=SASL_SSL,sasl.mechanism=PLAIN,sasl.username=u,sasl.password=p)")
@@ -218,7 +221,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 
 	cfg := serveConfig{
 		DatabaseURL: *dbURL, KafkaBootstrap: *bootstrap, ErrorTopic: *errorTopic, DLTTopic: *dltTopic,
-		GroupID: *groupID, SchemaRegistryURL: *registry, SchemaRegistryAuth: *registryAuth, HTTPAddr: *httpAddr,
+		GroupID: *groupID, GroupInstanceID: strings.TrimSpace(*groupInstanceID), SchemaRegistryURL: *registry, SchemaRegistryAuth: *registryAuth, HTTPAddr: *httpAddr,
 		BatchSize: *batchSize, BatchWait: *batchWait, Writers: *writers, MaxEventSize: *maxSize,
 		StateMetricsInterval: *statsEvery, ShutdownTimeout: *shutdown, LogFormat: *logFormat,
 		HTTP: httpConfig{

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
-
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
@@ -247,7 +245,7 @@ func (c operatorConfig) authConfig() (auth.Config, error) {
 // buildOperators adds the resend scheduler (with housekeeping), the operator core with its job
 // runner, and its two translators, the REST API at /api/v1/ and the UI at /, sharing one
 // authenticator.
-func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Client, re *intake.Reactivator) error {
+func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re *intake.Reactivator) error {
 	oc := s.cfg.Operators
 	authCfg, err := oc.authConfig()
 	if err != nil {

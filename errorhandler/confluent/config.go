@@ -15,10 +15,17 @@ import (
 type Settings struct {
 	// Brokers is the bootstrap.servers list. Required.
 	Brokers string
+	// GroupInstanceID, when set, makes the consumer a static member of its group (KIP-345,
+	// group.instance.id): librdkafka sends no LeaveGroup for a static member when it closes,
+	// and a restart with the same id within session.timeout.ms gets its partitions back at
+	// once, without a rebalance, where a dynamic member's partitions stall until the session
+	// timeout removes the dead member (45s by default). Each member of the group needs its own
+	// id that stays the same across its restarts, e.g. a StatefulSet pod's name (see
+	// docs/errorhandler.md). Empty: dynamic membership.
+	GroupInstanceID string
 	// ConsumerConfig overrides the consumer defaults (auto.offset.reset=earliest), e.g.
-	// group.instance.id for static membership, so that a restart within session.timeout.ms
-	// keeps the member's partitions without a rebalance. Commits and offset stores belong to
-	// the runner: enable.auto.commit and enable.auto.offset.store cannot be set.
+	// session.timeout.ms. Commits and offset stores belong to the runner: enable.auto.commit
+	// and enable.auto.offset.store cannot be set; group.instance.id is GroupInstanceID.
 	ConsumerConfig kafka.ConfigMap
 	// DeadLetterBrokers is the bootstrap.servers list of the cluster holding the error topic.
 	// Defaults to Brokers.
@@ -57,7 +64,14 @@ func (s *Settings) validate(consumer bool) error {
 		switch k {
 		case "enable.auto.commit", "enable.auto.offset.store", "go.events.channel.enable", "go.application.rebalance.enable":
 			errs = append(errs, fmt.Errorf("ConsumerConfig %s cannot be set: commits and rebalances belong to the runner", k))
+		case "group.instance.id":
+			if s.GroupInstanceID != "" {
+				errs = append(errs, errors.New("ConsumerConfig group.instance.id and GroupInstanceID are both set: use GroupInstanceID"))
+			}
 		}
+	}
+	if s.GroupInstanceID != strings.TrimSpace(s.GroupInstanceID) {
+		errs = append(errs, fmt.Errorf("GroupInstanceID %q has leading or trailing spaces", s.GroupInstanceID))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid settings: %w", errors.Join(errs...))
@@ -78,6 +92,9 @@ func (s *Settings) consumerConfig(group string) kafka.ConfigMap {
 	}
 	for k, v := range s.ConsumerConfig {
 		cfg[k] = v
+	}
+	if s.GroupInstanceID != "" {
+		cfg["group.instance.id"] = s.GroupInstanceID
 	}
 	cfg["enable.auto.commit"] = false
 	cfg["enable.auto.offset.store"] = false

@@ -47,10 +47,19 @@ func TestSettingsValidation(t *testing.T) {
 		"auto commit":    {Brokers: "b", ConsumerConfig: kafka.ConfigMap{"enable.auto.commit": true}},
 		"weak acks":      {Brokers: "b", ProducerConfig: kafka.ConfigMap{"acks": 1}},
 		"no idempotence": {Brokers: "b", ProducerConfig: kafka.ConfigMap{"enable.idempotence": false}},
+		"instance twice": {Brokers: "b", GroupInstanceID: "a", ConsumerConfig: kafka.ConfigMap{"group.instance.id": "b"}},
+		"spaced id":      {Brokers: "b", GroupInstanceID: "a "},
 	} {
 		if _, err := New(cfg, s); err == nil || !strings.Contains(err.Error(), "invalid settings") {
 			t.Errorf("%s: New = %v, want an invalid settings error", name, err)
 		}
+	}
+	static := Settings{Brokers: "b", GroupInstanceID: "orders-0"}
+	if _, err := New(cfg, static); err != nil {
+		t.Fatalf("static member: %v", err)
+	}
+	if got := static.consumerConfig("g")["group.instance.id"]; got != "orders-0" {
+		t.Errorf("group.instance.id = %v, want orders-0", got)
 	}
 	if _, err := NewDeadLetterer(errorhandler.DeadLetterConfig{}, Settings{Brokers: "b"}); err == nil || !strings.Contains(err.Error(), "ErrorTopic is empty") {
 		t.Errorf("NewDeadLetterer with an empty config: %v", err)

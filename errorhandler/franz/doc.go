@@ -20,8 +20,8 @@
 //		ProcessPolicy: errorhandler.DeadLetter,
 //		DeadLetter:    errorhandler.DeadLetterConfig{ErrorTopic: "errors"},
 //	}, franz.Settings{
-//		Brokers:      []string{"localhost:9092"},
-//		ConsumerOpts: []kgo.Opt{kgo.InstanceID("orders-1")}, // static membership
+//		Brokers:         []string{"localhost:9092"},
+//		GroupInstanceID: "orders-1", // static membership
 //	})
 //	if err != nil { ... }
 //	err = r.Run(ctx)

@@ -2,10 +2,6 @@ package franz
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -44,41 +40,12 @@ func TestSettingsValidation(t *testing.T) {
 	if _, err := New(cfg, Settings{}); err == nil || !strings.Contains(err.Error(), "invalid settings") {
 		t.Errorf("no brokers: %v", err)
 	}
+	if _, err := New(cfg, Settings{Brokers: []string{"localhost:1"}, GroupInstanceID: " orders-0"}); err == nil || !strings.Contains(err.Error(), "GroupInstanceID") {
+		t.Errorf("a spaced GroupInstanceID: %v", err)
+	}
 	_, err := NewDeadLetterer(errorhandler.DeadLetterConfig{ErrorTopic: "e", System: "s", Service: "svc", GroupID: "g", Metrics: prometheus.NewRegistry()},
 		Settings{Brokers: []string{"localhost:1"}, ProducerOpts: []kgo.Opt{kgo.DisableIdempotentWrite()}})
 	if err == nil || !strings.Contains(err.Error(), "idempotent") {
 		t.Errorf("a producer without idempotence: %v", err)
-	}
-}
-
-// TestBuildsWithoutCgo checks what a franz-go user links: the adapter builds with
-// CGO_ENABLED=0, and nothing it imports is the cgo client of confluent-kafka-go (the kafka
-// package and librdkafka). The only confluent-kafka-go packages allowed are the pure-Go schema
-// registry client (used by package avro for the Confluent wire format).
-func TestBuildsWithoutCgo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the go tool")
-	}
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	env := append(os.Environ(), "CGO_ENABLED=0")
-	list := exec.Command(goTool, "list", "-deps", "github.com/redrive/redrive/errorhandler/franz")
-	list.Env = env
-	out, err := list.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
-	for _, pkg := range strings.Fields(string(out)) {
-		if strings.HasPrefix(pkg, "github.com/confluentinc/confluent-kafka-go/") &&
-			!strings.HasPrefix(pkg, "github.com/confluentinc/confluent-kafka-go/v2/schemaregistry") {
-			t.Errorf("the franz adapter imports %s", pkg)
-		}
-		if pkg == "C" || strings.Contains(pkg, "librdkafka") {
-			t.Errorf("the franz adapter needs cgo: %s", pkg)
-		}
-	}
-	build := exec.Command(goTool, "build", "-o", os.DevNull, "github.com/redrive/redrive/errorhandler/franz")
-	build.Env = env
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
 	}
 }

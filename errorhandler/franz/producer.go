@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -14,9 +15,23 @@ import (
 // producer is the MPFE producer on a kgo client with acks=all and idempotence; each record's
 // promise reports its outcome.
 type producer struct {
-	cl     *kgo.Client
-	topic  string
-	report func(*engine.Job, error)
+	cl      *kgo.Client
+	topic   string
+	report  func(*engine.Job, error)
+	promise func(*kgo.Record, error) // p.delivered, bound once
+}
+
+// mpfeRecord is the kgo record of one MPFE and its job, in one allocation: the record comes
+// first, so that the promise, which kgo calls with the record it was given, finds the job
+// without a closure per record.
+type mpfeRecord struct {
+	rec kgo.Record
+	job *engine.Job
+}
+
+// delivered reports the outcome of the MPFE of r, an mpfeRecord's record.
+func (p *producer) delivered(r *kgo.Record, err error) {
+	p.report((*mpfeRecord)(unsafe.Pointer(r)).job, err)
 }
 
 func newProducer(s *Settings, topic string, log *slog.Logger) engine.NewProducerFunc {
@@ -29,15 +44,17 @@ func newProducer(s *Settings, topic string, log *slog.Logger) engine.NewProducer
 			cl.Close()
 			return nil, err
 		}
-		return &producer{cl: cl, topic: topic, report: report}, nil
+		p := &producer{cl: cl, topic: topic, report: report}
+		p.promise = p.delivered
+		return p, nil
 	}
 }
 
 // Produce hands one MPFE to the client. kgo keeps a record's bytes until its promise, and
 // the engine leaves key and value unchanged until then (see engine.Producer): no copy.
 func (p *producer) Produce(j *engine.Job, key, value []byte) error {
-	rec := &kgo.Record{Topic: p.topic, Key: key, Value: value}
-	p.cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) { p.report(j, err) })
+	m := &mpfeRecord{rec: kgo.Record{Topic: p.topic, Key: key, Value: value}, job: j}
+	p.cl.Produce(context.Background(), &m.rec, p.promise)
 	return nil
 }
 

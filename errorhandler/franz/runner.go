@@ -77,6 +77,9 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 	// which waits up to FetchMaxWait when the other partitions have no new data: the default
 	// of 5s would stall a partition resumed after a flow-control pause or a release.
 	opts := append([]kgo.Opt{kgo.ClientID("redrive-errorhandler"), kgo.WithLogger(newLogger(log)), kgo.FetchMaxWait(fetchMaxWait)}, r.s.ConsumerOpts...)
+	if r.s.GroupInstanceID != "" {
+		opts = append(opts, kgo.InstanceID(r.s.GroupInstanceID))
+	}
 	opts = append(opts,
 		kgo.SeedBrokers(r.s.Brokers...),
 		kgo.ConsumerGroup(cfg.GroupID),
@@ -97,7 +100,7 @@ func (r *Runner[K, V]) Run(ctx context.Context) error {
 	r.cons = &consumer{cl: cl}
 	r.e.Start()
 	r.mu.Unlock()
-	log.Info("consumer started", "client", "franz-go", "topics", cfg.Topics)
+	log.Info("consumer started", "client", "franz-go", "topics", cfg.Topics, "group_instance_id", r.s.GroupInstanceID)
 
 	wake := r.e.Wake()
 	for ctx.Err() == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -13,9 +14,15 @@ import (
 type Settings struct {
 	// Brokers are the seed brokers. Required.
 	Brokers []string
-	// ConsumerOpts are extra options of the consumer client, e.g. kgo.InstanceID for static
-	// membership (a restart within the session timeout keeps the member's partitions without a
-	// rebalance), kgo.SessionTimeout, kgo.FetchMaxWait (default here 200ms, so that a resumed
+	// GroupInstanceID, when set, makes the consumer a static member of its group (KIP-345,
+	// kgo.InstanceID): it sends no LeaveGroup when it closes, and a restart with the same id
+	// within the session timeout gets its partitions back at once, without a rebalance, where
+	// a dynamic member's partitions stall until the session timeout removes the dead member
+	// (45s by default). Each member of the group needs its own id that stays the same across
+	// its restarts, e.g. a StatefulSet pod's name (see docs/errorhandler.md). Empty: dynamic
+	// membership.
+	GroupInstanceID string
+	// ConsumerOpts are extra options of the consumer client, e.g. kgo.SessionTimeout, kgo.FetchMaxWait (default here 200ms, so that a resumed
 	// partition is fetched soon) or TLS and SASL options. The runner's
 	// own options come after them and win: seed brokers, group, topics, reset to the start,
 	// no autocommit, BlockRebalanceOnPoll and the partition callbacks.
@@ -36,6 +43,9 @@ type Settings struct {
 func (s *Settings) validate(consumer bool) error {
 	if len(s.Brokers) == 0 && (consumer || len(s.DeadLetterBrokers) == 0) {
 		return errors.New("invalid settings: Brokers is empty")
+	}
+	if s.GroupInstanceID != strings.TrimSpace(s.GroupInstanceID) {
+		return fmt.Errorf("invalid settings: GroupInstanceID %q has leading or trailing spaces", s.GroupInstanceID)
 	}
 	if len(s.DeadLetterBrokers) == 0 {
 		s.DeadLetterBrokers = s.Brokers

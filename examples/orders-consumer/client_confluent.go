@@ -16,9 +16,6 @@ func init() { clients["confluent"] = newConfluentRunner }
 
 func newConfluentRunner(cfg errorhandler.Config[[]byte, Order], brokers string, cs clientSettings) (runner, error) {
 	cc := kafka.ConfigMap{"log_level": 3}
-	if cs.instanceID != "" {
-		cc["group.instance.id"] = cs.instanceID
-	}
 	if cs.sessionTimeout > 0 {
 		cc["session.timeout.ms"] = int(cs.sessionTimeout.Milliseconds())
 	}
@@ -32,5 +29,5 @@ func newConfluentRunner(cfg errorhandler.Config[[]byte, Order], brokers string, 
 		}
 		cc[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
-	return confluent.New(cfg, confluent.Settings{Brokers: brokers, ConsumerConfig: cc, ProducerConfig: kafka.ConfigMap{"log_level": 3}})
+	return confluent.New(cfg, confluent.Settings{Brokers: brokers, GroupInstanceID: cs.instanceID, ConsumerConfig: cc, ProducerConfig: kafka.ConfigMap{"log_level": 3}})
 }

@@ -47,11 +47,8 @@ func newFranzRunner(cfg errorhandler.Config[[]byte, Order], brokers string, cs c
 		return nil, errors.New("-consumer-config takes librdkafka properties: use it with -client confluent")
 	}
 	var opts []kgo.Opt
-	if cs.instanceID != "" {
-		opts = append(opts, kgo.InstanceID(cs.instanceID))
-	}
 	if cs.sessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(cs.sessionTimeout))
 	}
-	return franz.New(cfg, franz.Settings{Brokers: strings.Split(brokers, ","), ConsumerOpts: opts})
+	return franz.New(cfg, franz.Settings{Brokers: strings.Split(brokers, ","), GroupInstanceID: cs.instanceID, ConsumerOpts: opts})
 }

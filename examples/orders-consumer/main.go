@@ -9,9 +9,15 @@
 //	go run ./examples/orders-consumer -client confluent -duration 10s
 //
 // Without -brokers it starts an in-process Kafka and a generator of good and bad orders, so
-// both run with no setup. -instance-id turns on static membership (group.instance.id,
-// kgo.InstanceID): a restart within the session timeout keeps the partitions without a
-// rebalance. -consumer-config passes librdkafka properties (confluent only), -retries retries a
+// both run with no setup; that demo is a static member of its group as orders-consumer-0.
+// -group-instance-id (GROUP_INSTANCE_ID) turns on static membership (KIP-345:
+// group.instance.id, kgo.InstanceID): a consumer killed and restarted with the same id gets
+// its partitions back at once instead of after the session timeout. Give every running
+// consumer its own id, stable across its restarts, e.g. the pod name of a StatefulSet:
+//
+//	go run ./examples/orders-consumer -brokers kafka:9092 -group-instance-id "$POD_NAME"
+//
+// -consumer-config passes librdkafka properties (confluent only), -retries retries a
 // TEMPORARY failure in place before the policy applies. Try `curl localhost:8081/health`, and with -policy fail, release a
 // halted partition:
 //
@@ -66,7 +72,7 @@ func run(ctx context.Context, args []string) error {
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	client := fs.String("client", "franz", "Kafka client: franz or confluent")
 	var cs clientSettings
-	fs.StringVar(&cs.instanceID, "instance-id", os.Getenv("KAFKA_INSTANCE_ID"), "static group membership id (KAFKA_INSTANCE_ID); empty: dynamic membership")
+	fs.StringVar(&cs.instanceID, "group-instance-id", os.Getenv("GROUP_INSTANCE_ID"), "static group membership id (GROUP_INSTANCE_ID), unique per consumer and stable across its restarts, e.g. the pod name; empty: dynamic membership (with the in-process Kafka: orders-consumer-0)")
 	fs.DurationVar(&cs.sessionTimeout, "session-timeout", 0, "group session timeout (0: the client's default)")
 	fs.StringVar(&cs.consumerConfig, "consumer-config", "", "extra librdkafka consumer properties, key=value,key=value (confluent only)")
 	retries := fs.Int("retries", 3, "handler calls per record for TEMPORARY failures, in place, before the policy applies (1: none)")
@@ -91,6 +97,9 @@ func run(ctx context.Context, args []string) error {
 		}
 		defer cluster.Close()
 		*brokers = cluster.ListenAddrs()[0]
+		if cs.instanceID == "" {
+			cs.instanceID = "orders-consumer-0" // the demo is a static member
+		}
 		logger.Info("in-process kafka started", "brokers", *brokers)
 		go generate(ctx, logger, *brokers, *topic)
 	}
@@ -135,7 +144,7 @@ func run(ctx context.Context, args []string) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	logger.Info("consuming", "client", *client, "topic", *topic, "error_topic", *errorTopic, "policy", pol.String(), "http", *addr)
+	logger.Info("consuming", "client", *client, "topic", *topic, "error_topic", *errorTopic, "policy", pol.String(), "http", *addr, "group_instance_id", cs.instanceID)
 	return r.Run(ctx)
 }
 

@@ -82,7 +82,7 @@ func NewLedgerConsumer(cfg LedgerConfig) (*franz.Runner[[]byte, Entry], error) {
 		CommitInterval: 500 * time.Millisecond,
 		Logger:         cfg.Logger,
 		Metrics:        cfg.Metrics,
-	}, franz.Settings{Brokers: strings.Split(cfg.Brokers, ",")})
+	}, franz.Settings{Brokers: strings.Split(cfg.Brokers, ","), GroupInstanceID: "ledger-service-0"})
 }
 
 // RunLedgerGenerator writes ledger entries round-robin to partitions 0 and 1 of the ledger

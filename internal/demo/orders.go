@@ -116,7 +116,7 @@ func NewOrdersConsumer(cfg OrdersConfig) (*confluent.Runner[[]byte, Order], erro
 		CommitInterval: 500 * time.Millisecond,
 		Logger:         cfg.Logger,
 		Metrics:        cfg.Metrics,
-	}, confluent.Settings{Brokers: cfg.Brokers})
+	}, confluent.Settings{Brokers: cfg.Brokers, GroupInstanceID: "order-service-0"}) // static member: a restart resumes at once
 }
 
 var errPaymentDown = errors.New("connection refused")

@@ -70,6 +70,8 @@ type tuning struct {
 	// sessionTimeout is the group session timeout (0: 6s); the confluent consumer's
 	// max.poll.interval.ms is set to it as well, so a stalled poll loop would be noticed.
 	sessionTimeout time.Duration
+	// instanceID is the consumer's GroupInstanceID (empty: dynamic membership).
+	instanceID string
 }
 
 // env is one test's Kafka cluster with an input topic and an error topic, and the adapter
@@ -146,7 +148,7 @@ func (e *env) confluentSettings(bootstrap string) confluent.Settings {
 		cc["session.timeout.ms"] = int(e.tun.sessionTimeout.Milliseconds())
 		cc["max.poll.interval.ms"] = int(e.tun.sessionTimeout.Milliseconds())
 	}
-	return confluent.Settings{Brokers: bootstrap, ConsumerConfig: cc, ProducerConfig: pc}
+	return confluent.Settings{Brokers: bootstrap, GroupInstanceID: e.tun.instanceID, ConsumerConfig: cc, ProducerConfig: pc}
 }
 
 // franzSettings are fast kgo settings for kfake.
@@ -156,7 +158,8 @@ func (e *env) franzSettings(bootstrap string) franz.Settings {
 		po = append(po, kgo.RecordDeliveryTimeout(max(time.Second, e.tun.deliveryTimeout)), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }))
 	}
 	return franz.Settings{
-		Brokers: strings.Split(bootstrap, ","),
+		Brokers:         strings.Split(bootstrap, ","),
+		GroupInstanceID: e.tun.instanceID,
 		ConsumerOpts: []kgo.Opt{
 			kgo.SessionTimeout(cmp.Or(e.tun.sessionTimeout, 6*time.Second)),
 			kgo.HeartbeatInterval(200 * time.Millisecond),

@@ -193,8 +193,8 @@ func (d *DeadLetterer) encode(b []byte, j *Job) (out []byte, keyAt int, err erro
 	if err != nil {
 		return nil, 0, err
 	}
-	if len(b) > avro.DefaultMaxSize {
-		return nil, 0, fmt.Errorf("encode event: %w: %d bytes, limit %d", avro.ErrTooLarge, len(b), avro.DefaultMaxSize)
+	if limit := d.codec.MaxSize(); len(b) > limit {
+		return nil, 0, fmt.Errorf("encode event: %w: %d bytes, limit %d", avro.ErrTooLarge, len(b), limit)
 	}
 	keyAt = len(b)
 	b = avro.AppendKey(append(b, keyHead...), avro.Key{Key: j.key})
@@ -217,36 +217,23 @@ func encodedSizeHint(j *Job) int {
 }
 
 // heads returns the framing prefixes of events and keys on the error topic, as the avro codec
-// writes them (registering the schemas when a registry is configured).
+// decides them (registering the schemas when a registry is configured).
 func (d *DeadLetterer) heads() (ev, key []byte, err error) {
 	d.headMu.Lock()
 	defer d.headMu.Unlock()
 	if d.evHead != nil {
 		return d.evHead, d.keyHead, nil
 	}
-	probe := &avro.Event{
-		Identity:   avro.Identity{Created: time.UnixMilli(0)},
-		References: avro.References{ErrorType: avro.ErrorTypeReference{Temporality: avro.Unknown}},
-	}
-	eb, err := d.codec.EncodeEvent(d.cfg.ErrorTopic, probe)
+	eh, err := d.codec.EventFraming(d.cfg.ErrorTopic)
 	if err != nil {
 		return nil, nil, fmt.Errorf("frame event: %w", err)
 	}
-	kb, err := d.codec.EncodeKey(d.cfg.ErrorTopic, avro.Key{})
+	kh, err := d.codec.KeyFraming(d.cfg.ErrorTopic)
 	if err != nil {
 		return nil, nil, fmt.Errorf("frame key: %w", err)
 	}
-	d.evHead, d.keyHead = eb[:headLen(eb)], kb[:headLen(kb)]
+	d.evHead, d.keyHead = eh, kh
 	return d.evHead, d.keyHead, nil
-}
-
-// headLen is the length of the framing prefix: 10 bytes for single-object encoding, 5 for the
-// Confluent wire format.
-func headLen(b []byte) int {
-	if b[0] == 0xC3 {
-		return 10
-	}
-	return 5
 }
 
 // retry records a failed attempt and schedules the next one with backoff.

@@ -48,6 +48,9 @@ type eventParams struct {
 	// inPlaceAttempts is the number of handler calls made in place; 0 when in-place retries
 	// are not configured (the metadata entry is then left out).
 	inPlaceAttempts int
+	// trace, when not nil, is where the stack trace's text is kept (a field of the job, so
+	// that the event's pointer to it costs no allocation); nil: a new variable.
+	trace *string
 }
 
 // buildEvent returns the MPFE of p's failure and the string of its Kafka key record.
@@ -61,7 +64,11 @@ func buildEvent(p *eventParams) (*avro.Event, string) {
 // and returns the string of its Kafka key record.
 func fillEvent(ev *avro.Event, meta *avro.Metadata, p *eventParams) string {
 	msg, f, info := p.msg, p.f, p.info
-	trace := avro.Ptr(cutStackTrace(stackTrace(f.err)))
+	trace := p.trace
+	if trace == nil {
+		trace = new(string)
+	}
+	*trace = cutStackTrace(stackTrace(f.err))
 	hash := stackTraceHashPtr(f)
 	desc := description(f)
 	// The header map is written straight from msg.Headers by appendEvent, unless the event
@@ -81,41 +88,19 @@ func fillEvent(ev *avro.Event, meta *avro.Metadata, p *eventParams) string {
 	}
 	if msg.Value == nil || p.inPlaceAttempts > 0 {
 		meta.Headers = headerMap(msg.Headers)
-		if msg.Value == nil {
-			meta.Headers[avro.ValueNullEntry] = []byte("true")
-		}
 		if p.inPlaceAttempts > 0 {
 			meta.Headers[avro.InPlaceAttemptsEntry] = strconv.AppendInt(nil, int64(p.inPlaceAttempts), 10)
 		}
 	}
-	*ev = avro.Event{
-		Identity: avro.Identity{EventID: p.eventID, IdempotenceID: p.idempotenceID, Created: p.now.UTC().Truncate(time.Millisecond)},
-		Type:     avro.EventType{Name: avro.EventTypeName, Version: avro.EventTypeVersion},
-		Publisher: avro.Publisher{
-			System:  p.system,
-			Service: p.service,
-		},
-		References: avro.References{
-			Message: avro.MessageReference{Type: avro.MessageReferenceType, TopicName: msg.Topic,
-				Partition: msg.Partition, Offset: msg.Offset},
-			ErrorType: avro.ErrorTypeReference{Type: avro.ErrorTypeException, Temporality: f.class.Temporality, Code: f.class.Code},
-		},
-		Payload: avro.Payload{
-			OriginalMessage:       msg.Value,
-			OriginalKey:           msg.Key,
-			ErrorMessage:          errorMessage(f.err),
-			ErrorDescription:      desc,
-			StackTrace:            trace,
-			StackTraceHash:        hash,
-			FailedMessageMetadata: meta,
-		},
-		DomainEventVersion: avro.DomainEventVersion,
-	}
-	if ev.Payload.OriginalMessage == nil {
-		// The contract's originalMessage is not nullable: a tombstone travels as empty bytes,
-		// marked by the avro.ValueNullEntry metadata entry.
-		ev.Payload.OriginalMessage = []byte{}
-	}
+	avro.FillFailureEvent(ev, &avro.FailedRecord{
+		EventID: p.eventID, IdempotenceID: p.idempotenceID, Created: p.now,
+		System: p.system, Service: p.service,
+		Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset,
+		Temporality: f.class.Temporality, Code: f.class.Code,
+		Key: msg.Key, Value: msg.Value, Tombstone: msg.Value == nil,
+		ErrorMessage: errorMessage(f.err), ErrorDescription: desc, StackTrace: trace, StackTraceHash: hash,
+		Metadata: meta,
+	})
 	key := info.ID
 	if key == "" {
 		key = p.idempotenceID
@@ -188,6 +173,10 @@ func headerMap(hs []errorhandler.Header) map[string][]byte {
 	return m
 }
 
+// traceSizeHint is the first capacity of a stack trace's text: most chains (a few errors with
+// their types) fit.
+const traceSizeHint = 128
+
 // maxChainDepth bounds how deep error chains are walked.
 const maxChainDepth = 32
 
@@ -198,6 +187,7 @@ func stackTrace(err error) string {
 		return ""
 	}
 	var b strings.Builder
+	b.Grow(traceSizeHint) // one allocation for the common chains, not one per doubling
 	var panics []*errorhandler.PanicError
 	writeChain(&b, err, "", 0, &panics)
 	for _, pe := range panics {

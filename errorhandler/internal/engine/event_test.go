@@ -260,6 +260,27 @@ func BenchmarkEncodeMPFE(b *testing.B) {
 	})
 }
 
+// BenchmarkBuildMPFE measures what the dead-letter path does per record before encoding (the
+// job's initJob): the event's identity (a random event id, the idempotenceId) and its fields
+// (stack trace, hash, description), for a flat error and for a wrapped one.
+func BenchmarkBuildMPFE(b *testing.B) {
+	msg := testMessage([]byte(`{"id":"order-000000","amount":1250,"currency":"CHF","items":3}`), []byte("order-1"),
+		eh.Header{Key: "type", Value: []byte("OrderPlaced")})
+	for name, err := range map[string]error{
+		"flat":    errors.New("order rejected"),
+		"wrapped": fmt.Errorf("book order 7: %w", errors.New("order rejected")),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			f := classifyFailure(nil, eh.PhaseProcess, err)
+			d := &DeadLetterer{cfg: eh.DeadLetterConfig{System: "s", Service: "svc", GroupID: "g", Clock: time.Now}}
+			for range b.N {
+				d.initJob(&Job{}, msg, f, 0, nil)
+			}
+		})
+	}
+}
+
 func TestEventIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100_000 {
