@@ -234,12 +234,12 @@ func importRows(ctx context.Context, tx pgx.Tx, batch []*TransferRecord) (int64,
 		if errors.As(err, &fe) {
 			return 0, err
 		}
-		return 0, fmt.Errorf("import failures: %w", err)
+		return 0, classify(fmt.Errorf("import failures: %w", err))
 	}
 	cols := strings.Join(transferColumns, ", ")
 	ct, err := tx.Exec(ctx, `INSERT INTO failures (`+cols+`) SELECT `+cols+` FROM import_failures ON CONFLICT DO NOTHING`)
 	if err != nil {
-		return 0, fmt.Errorf("import failures: %w", err)
+		return 0, classify(fmt.Errorf("import failures: %w", err))
 	}
 	return ct.RowsAffected(), nil
 }
