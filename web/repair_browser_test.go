@@ -76,6 +76,28 @@ func TestBrowserRepair(t *testing.T) {
 	})
 }
 
+// The repair form of a masked record, submitted by the browser as rendered: it starts empty
+// (never from the asterisks) and the repair resends the original bytes.
+func TestBrowserRepairMasked(t *testing.T) {
+	startBrowser(t)
+	f, ids := newMaskedFixture(t)
+	ctx := tab(t)
+	login(t, ctx, f.srv.URL, operatorToken)
+	do(t, ctx, chromedp.Navigate(f.srv.URL+"/failures/"+ids[0].String()+"/repair"), chromedp.WaitVisible(chromedp.ID("repair-form")))
+	if got := eval[string](t, ctx, `document.getElementById("value").value + "|" + document.getElementById("value-format").value`); got != "|" {
+		t.Fatalf("the masked form starts from %q, want nothing (the original kept)", got)
+	}
+	if eval[bool](t, ctx, `document.getElementById("headers-edit") !== null`) {
+		t.Error("the masked form offers the headers")
+	}
+	do(t, ctx, chromedp.SendKeys(chromedp.ID("repair-reason"), "resend as it is"))
+	clickAndWait(t, ctx, "#repair-submit")
+	mustShowRevision(t, ctx)
+	if rec := f.kafka.ConsumeN(t, "secrets", 1, time.Minute)[0]; string(rec.Value) != `{"ssn":"`+secretSSN+`","order":3}` {
+		t.Errorf("resent value = %q, want the original", rec.Value)
+	}
+}
+
 // mustShowRevision fails the test unless the page is the repair page showing the revision just
 // made.
 func mustShowRevision(t *testing.T, ctx context.Context) {
