@@ -6,16 +6,22 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+
+	"github.com/redrive/redrive/auth"
 )
 
 // formLimitKey is the context key of a route's bound on a posted form (withFormLimit).
 type formLimitKey struct{}
 
-// withFormLimit raises the bound of the form posted to next from maxFormBytes to limit: for a
-// form that uploads a file larger than a page of ids.
-func withFormLimit(limit int64, next http.HandlerFunc) http.HandlerFunc {
+// withFormLimit raises the bound of the form posted to next from maxFormBytes to limit, for a
+// signed-in user with role: for a form that uploads a file larger than a page of ids. Others
+// keep the default bound, so that no one else can make the server store a large upload.
+func withFormLimit(role auth.Role, limit int64, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		next(w, r.WithContext(context.WithValue(r.Context(), formLimitKey{}, limit)))
+		if s := sessionFrom(r.Context()); s.authed && s.principal.Role.Allows(role) {
+			r = r.WithContext(context.WithValue(r.Context(), formLimitKey{}, limit))
+		}
+		next(w, r)
 	}
 }
 
