@@ -62,11 +62,18 @@ func (c *Core) RepairStart(ctx context.Context, v *FailureView) (*RepairStart, e
 			s.Value, s.Format = b.Bytes(), EditJSON
 		}
 	case ContentType(d.Value) == "application/vnd.apache.avro":
-		if p, err := c.cfg.Payloads.Decode(d.Topic, string(PartValue), d.Value); err == nil {
-			var b bytes.Buffer
-			if json.Indent(&b, p.JSON, "", "  ") == nil {
-				s.Value, s.Format = b.Bytes(), EditAvro
-			}
+		p, err := c.cfg.Payloads.Decode(d.Topic, string(PartValue), d.Value)
+		if err != nil {
+			break
+		}
+		// The datum as the reader sees it must be the datum as stored, too.
+		if seen, err := c.DecodeFailureAvro(v); err != nil || !bytes.Equal(seen.JSON, p.JSON) {
+			s.ValueWithheld = WithheldValueMasked
+			break
+		}
+		var b bytes.Buffer
+		if json.Indent(&b, p.JSON, "", "  ") == nil {
+			s.Value, s.Format = b.Bytes(), EditAvro
 		}
 	case utf8.Valid(d.Value):
 		s.Value, s.Format = d.Value, EditText
