@@ -64,7 +64,8 @@ type RepairResult struct {
 // not changed) and resends it instead of the original, with a header naming the revision. The
 // edit is checked first, and nothing is stored when it is refused: an *InputError says why (a
 // JSON edit that does not parse, an Avro edit that does not fit the writer schema, a value
-// over MaxRepairBytes, a topic outside the allow-list). Only failures an operator may retry
+// over MaxRepairBytes, a topic outside the allow-list, a value or header value that still holds
+// the masked view's placeholders). Only failures an operator may retry
 // (RETRY_PENDING or PERMANENT) are repaired; others wrap ErrConflict.
 func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, error) {
 	reason, err := CheckText("reason", req.Reason, MaxReasonLen)
@@ -113,6 +114,9 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 			}
 		}
 		rev.Headers = req.Headers
+	}
+	if err := c.refusePlaceholders(d, req); err != nil {
+		return nil, err
 	}
 	actx, acancel := c.actionContext(ctx)
 	defer acancel()

@@ -186,9 +186,13 @@ func (c *Core) Export(ctx context.Context, f store.Filter, reader Reader, write 
 // Import reads NDJSON failures from r (as Export writes them) and stores them in one
 // transaction: a record whose id or idempotence id is already stored is skipped, so importing
 // twice stores once; with dryRun nothing is stored and the result says what would be. A line
-// that is not a valid record is an *InputError naming its line number, and nothing is stored.
-// A record exported without the payload permission (payload_hidden) is refused: it has no
-// bytes to resend. The import is audited.
+// that is not a valid record is an *InputError naming its line number (and the field at
+// fault), and nothing is stored. A record is held to the intake's own rules
+// (store.ValidateTransfer: text without NUL, in UTF-8, within the sizes of the indexed texts
+// and of an event) and a group's ticket and note to the limits PATCH /groups/{id} applies. A
+// record exported without the payload permission (payload_hidden) is refused, as it has no
+// bytes to resend, and so is one exported masked (masked), whose asterisks are not the
+// original. The import is audited.
 func (c *Core) Import(ctx context.Context, r io.Reader, dryRun bool, principal string) (store.ImportResult, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	line := 0
@@ -216,6 +220,11 @@ func (c *Core) Import(ctx context.Context, r io.Reader, dryRun bool, principal s
 		}
 	}
 	res, err := c.store.ImportFailures(ctx, dryRun, next)
+	var bde *store.BadDataError
+	if errors.As(err, &bde) {
+		// The records passed the intake's rules, yet the database refused a batch of them.
+		return res, unprocessable("body", "%s", bde.Error())
+	}
 	if err != nil {
 		return res, fromStore(err)
 	}
@@ -265,7 +274,9 @@ func parseTransferRecord(b []byte) (*store.TransferRecord, error) {
 	case !t.Temporality.Valid():
 		return nil, fmt.Errorf("temporality %q is not a temporality", t.Temporality)
 	case t.PayloadHidden:
-		return nil, errors.New("the record was exported without the payload permission: it has no payload to import")
+		return nil, errors.New("the record was exported without the payload permission (payload_hidden): it has no payload to import")
+	case t.Masked:
+		return nil, errors.New("the record was exported masked (masked: true): its asterisks are not the original bytes; export it with a role that sees the payload unmasked")
 	case t.EventID == "" || t.IdempotenceID == "" || t.CausingMessage == "" || t.Topic == "" || t.ErrorCode == "":
 		return nil, errors.New("event_id, idempotence_id, causing_message, topic and error_code are required")
 	case t.Attempt < 1:
@@ -326,7 +337,26 @@ func parseTransferRecord(b []byte) (*store.TransferRecord, error) {
 	if f.UpdatedAt.IsZero() {
 		f.UpdatedAt = f.CreatedAt
 	}
+	if err := validateTransfer(r); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// validateTransfer applies the intake's rules to an imported record (store.ValidateTransfer)
+// and the rules of a group's ticket and note as PATCH /groups/{id} applies them.
+func validateTransfer(r *store.TransferRecord) error {
+	if err := store.ValidateTransfer(r); err != nil {
+		return err
+	}
+	if _, _, err := checkGroupText(GroupUpdate{Ticket: r.Group.Ticket, Note: r.Group.Note}); err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) {
+			return fmt.Errorf("group.%s: %s", ie.Field, ie.Detail)
+		}
+		return err
+	}
+	return nil
 }
 
 // jsonEncode writes v as one line of JSON (no HTML escaping: the bytes are exact).

@@ -112,7 +112,8 @@ const importBatch = 2000
 // A record whose id or idempotence id is already stored is skipped: importing a file twice
 // stores it once. Groups are matched by kind (created when missing; their ticket and note are
 // set only when the group has none). With dryRun the transaction is rolled back and the result
-// says what an import would do.
+// says what an import would do. A batch that the database refuses for its data is a
+// *BadDataError (records should pass ValidateTransfer first).
 func (s *Store) ImportFailures(ctx context.Context, dryRun bool, next func() (*TransferRecord, error)) (ImportResult, error) {
 	var res ImportResult
 	tx, err := s.pool.Begin(ctx)
@@ -234,12 +235,12 @@ func importRows(ctx context.Context, tx pgx.Tx, batch []*TransferRecord) (int64,
 		if errors.As(err, &fe) {
 			return 0, err
 		}
-		return 0, fmt.Errorf("import failures: %w", err)
+		return 0, classify(fmt.Errorf("import failures: %w", err))
 	}
 	cols := strings.Join(transferColumns, ", ")
 	ct, err := tx.Exec(ctx, `INSERT INTO failures (`+cols+`) SELECT `+cols+` FROM import_failures ON CONFLICT DO NOTHING`)
 	if err != nil {
-		return 0, fmt.Errorf("import failures: %w", err)
+		return 0, classify(fmt.Errorf("import failures: %w", err))
 	}
 	return ct.RowsAffected(), nil
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,14 +34,21 @@ type repairPage struct {
 	// CanRepair says the user may repair (the role, the payload permission, an open failure).
 	CanRepair bool
 	// Value is the value to start editing from, in Format (text, json or avro); Editable is
-	// false when the value is none of these (bytes: upload a file).
-	Value    string
-	Format   string
-	Editable bool
-	Headers  string
-	Topics   []string
-	Reason   string
-	Error    string
+	// false when the value is none of these (bytes: upload a file). ValueWithheld, when not
+	// empty, says why the form does not start from the value (hidden or masked for the user):
+	// it then keeps the original unless the user gives a whole new value.
+	Value         string
+	Format        string
+	Editable      bool
+	ValueWithheld string
+	// Headers are the headers to start editing from, one per line, when HeadersEditable;
+	// HeadersWithheld says why the form does not show them (the repair keeps them).
+	Headers         string
+	HeadersEditable bool
+	HeadersWithheld string
+	Topics          []string
+	Reason          string
+	Error           string
 	// Revisions are the failure's repairs, each with its diff against the original value.
 	Revisions []revisionView
 	// Shown is the revision just made, when the page follows a repair.
@@ -89,34 +95,33 @@ func (h *handler) newRepairPage(r *http.Request, f *operator.FailureView) repair
 	s := sessionFrom(r.Context())
 	p := repairPage{F: f, Topics: append([]string{f.Topic}, h.core.RepairTopics()...),
 		CanRepair: s.principal.Role.Allows(h.repairRole()) && f.PayloadHidden == "" && f.State.Resendable() && h.core.CanRetry()}
-	if f.PayloadHidden == "" {
-		switch {
-		case f.Value != nil && json.Valid(f.Value):
-			var pretty strings.Builder
-			if b, err := json.MarshalIndent(json.RawMessage(f.Value), "", "  "); err == nil {
-				pretty.Write(b)
-			}
-			p.Value, p.Format, p.Editable = pretty.String(), operator.EditJSON, true
-		case f.Value != nil && operator.ContentType(f.Value) == "application/vnd.apache.avro":
-			if d, err := h.core.DecodeFailureAvro(f); err == nil {
-				b, _ := json.MarshalIndent(json.RawMessage(d.JSON), "", "  ")
-				p.Value, p.Format, p.Editable = string(b), operator.EditAvro, true
-			}
-		case f.Value != nil && utf8.Valid(f.Value):
-			p.Value, p.Format, p.Editable = string(f.Value), operator.EditText, true
-		}
+	// The form starts from the original only where the user sees it as stored: never from a
+	// masked view, whose asterisks would be sent in place of the original.
+	start, err := h.core.RepairStart(r.Context(), f)
+	if err != nil {
+		h.cfg.Logger.Error("web: repair form", "failure", f.ID, "error", err)
+		start = &operator.RepairStart{ValueWithheld: "the value could not be read", HeadersWithheld: "the headers could not be read"}
+	}
+	p.ValueWithheld, p.HeadersWithheld = sentence(start.ValueWithheld), sentence(start.HeadersWithheld)
+	p.Value, p.Format, p.Editable = string(start.Value), start.Format, start.Format != ""
+	if start.HeadersWithheld == "" {
+		p.HeadersEditable = true
 		var hs strings.Builder
-		for _, hd := range f.Headers {
+		for _, hd := range start.Headers {
 			switch {
+			case hd.Name == "" || strings.ContainsAny(hd.Name, ":\r\n") || strings.TrimSpace(hd.Name) != hd.Name:
+				p.HeadersEditable = false // a name that one line "name: value" cannot give back
 			case hd.Value == nil:
 				hs.WriteString(hd.Name + "\n")
 			case utf8.Valid(hd.Value) && !strings.ContainsAny(string(hd.Value), "\r\n"):
 				hs.WriteString(hd.Name + ": " + string(hd.Value) + "\n")
 			default:
-				p.Editable = false // a header that is not one line of text: keep the headers
+				p.HeadersEditable = false // a header that is not one line of text: keep the headers
 			}
 		}
-		p.Headers = hs.String()
+		if p.HeadersEditable {
+			p.Headers = hs.String()
+		}
 	}
 	revs, err := h.core.Revisions(r.Context(), f.ID, reader(r))
 	if err == nil {
@@ -151,6 +156,8 @@ func (h *handler) postRepair(w http.ResponseWriter, r *http.Request) {
 	} else if r.PostFormValue("value_format") != "" {
 		req.Value = []byte(strings.ReplaceAll(r.PostFormValue("value"), "\r\n", "\n"))
 		req.ValueFormat = r.PostFormValue("value_format")
+	} else if r.PostFormValue("value") != "" {
+		problem = "Choose the format of the value you typed, or clear it to keep the original value."
 	}
 	if hs := r.PostFormValue("headers"); r.PostForm.Has("headers") && problem == "" {
 		req.Headers = []avro.Header{}
@@ -189,8 +196,8 @@ func (h *handler) postRepair(w http.ResponseWriter, r *http.Request) {
 	}
 	p := h.newRepairPage(r, f)
 	p.Error, p.Reason = problem, r.PostFormValue("reason")
-	if req.ValueFormat != "" && req.ValueFormat != operator.EditBytes {
-		p.Value, p.Format = string(req.Value), req.ValueFormat
+	if r.PostForm.Has("value") {
+		p.Value, p.Format = r.PostFormValue("value"), r.PostFormValue("value_format")
 	}
 	if r.PostForm.Has("headers") {
 		p.Headers = r.PostFormValue("headers")

@@ -180,9 +180,7 @@ func (h *handler) requireRole(role auth.Role, next http.HandlerFunc) http.Handle
 			return
 		}
 		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-			if err := r.ParseForm(); err != nil {
-				h.renderError(w, r, http.StatusBadRequest, "The form could not be read.")
+			if !h.readPostedForm(w, r) {
 				return
 			}
 			if !h.checkCSRF(r) {

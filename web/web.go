@@ -201,6 +201,9 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /failures/result", h.requireRole(auth.RoleViewer, h.getResult))
 	// Export.
 	m.HandleFunc("GET /failures/export", h.requireRole(auth.RoleViewer, h.getExport))
+	// Import (an upload: a larger bound on the form).
+	m.HandleFunc("GET /failures/import", h.requireRole(auth.RoleAdmin, h.getImport))
+	m.HandleFunc("POST /failures/import", withFormLimit(auth.RoleAdmin, maxImportUpload, h.requireRole(auth.RoleAdmin, h.postImport)))
 	// Repair and resend.
 	m.HandleFunc("GET /failures/{id}/repair", h.requireRole(auth.RoleViewer, h.getRepair))
 	m.HandleFunc("POST /failures/{id}/repair", h.requireRole(h.repairRole(), h.postRepair))

@@ -39,6 +39,18 @@ func TestFailuresExportImport(t *testing.T) {
 	if code, _, msg := cli(file+"{bad\n", "failures", "import", "-database-url", dst.DSN); code != 1 || !strings.Contains(msg, "line 3") {
 		t.Errorf("bad line = %d %q", code, msg)
 	}
+	// What the intake would refuse, and a masked export, are refused by line and field.
+	lines := strings.SplitAfter(file, "\n")
+	for _, c := range []struct{ old, new, want string }{
+		{`"error_message":"`, `"error_message":"\u0000`, "line 2: error_message: contains a NUL character"},
+		{`"topic":"`, `"topic":"` + strings.Repeat("t", 10000), "line 2: topic: "},
+		{`"format":`, `"masked":true,"format":`, "line 2: the record was exported masked"},
+	} {
+		bad := lines[0] + strings.Replace(lines[1], c.old, c.new, 1)
+		if code, _, msg := cli(bad, "failures", "import", "-database-url", dst.DSN); code != 1 || !strings.Contains(msg, c.want) {
+			t.Errorf("import of %s = %d %q, want %q", c.new[:min(len(c.new), 30)], code, msg, c.want)
+		}
+	}
 	if code, _, _ := cli("", "failures", "list"); code != 2 {
 		t.Errorf("unknown action = %d", code)
 	}
