@@ -366,6 +366,7 @@ func (e *Engine[K, V]) Assign(tps []TP) {
 			continue
 		}
 		p := newPartition(tp, e.met, e.sig)
+		e.attachGuard(p)
 		e.parts[tp] = p
 		go e.work(p)
 	}

@@ -1,0 +1,180 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/avro"
+	eh "github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/store"
+)
+
+// workload is a random sequence of keyed records with a plan of failing handler calls.
+type workload struct {
+	keys  int
+	plan  map[string]int      // identity -> failing calls
+	want  map[string][]string // key -> identities in offset order
+	total int
+}
+
+// produceWorkload writes n records over keys keys to the env's partitions (a key always to
+// the same partition), with values v<i>; about one in failEvery fails once or twice.
+func (e *env) produceWorkload(w *workload, rng *rand.Rand, n, partitions, failEvery int) {
+	e.t.Helper()
+	msgs := make([]*kafka.Message, n)
+	for i := range msgs {
+		k := rng.IntN(w.keys)
+		topic := testTopic
+		msgs[i] = &kafka.Message{
+			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(k % partitions)},
+			Key:            []byte(fmt.Sprintf("key%d", k)),
+			Value:          []byte(fmt.Sprintf("v%d", w.total+i)),
+		}
+	}
+	for _, m := range e.k.Produce(e.t, msgs...) {
+		id := store.TopicPartitionOffset(testTopic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))
+		w.want[string(m.Key)] = append(w.want[string(m.Key)], id)
+		if rng.IntN(failEvery) == 0 {
+			w.plan[id] = 1 + rng.IntN(2)
+		}
+	}
+	w.total += n
+}
+
+func newWorkload(keys int) *workload {
+	return &workload{keys: keys, plan: map[string]int{}, want: map[string][]string{}}
+}
+
+// TestOrderingGuardKeepsKeyOrder is the property: over random key sequences and random
+// failing records (some failing again when resent), with more records of the failed keys
+// arriving while their chains are released, the handler sees every record of every key
+// without error exactly once, in offset order, and other keys keep flowing.
+func TestOrderingGuardKeepsKeyOrder(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		for seed := uint64(1); seed <= 2; seed++ {
+			t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+				e := newEnv(t, a, 2)
+				e.k.CreateTopic(t, testStateTopic, 1)
+				rng := rand.New(rand.NewPCG(seed, 24))
+				w := newWorkload(6)
+				e.produceWorkload(w, rng, 120, 2, 8)
+				ctx := context.Background()
+				svc := e.startService(ctx)
+				l := newLedger(w.plan)
+				s := e.start(e.orderedConfig("ordered-"+string(a), l, e.newOrderingStore()))
+				waitFor(t, "some records parked", func() bool { _, p := svc.counts(); return p > 0 })
+				e.produceWorkload(w, rng, 60, 2, 8) // more records of the parked keys, during the release
+				waitFor(t, "every record handled", func() bool { return l.distinctOK() == w.total })
+				if err := s.stop(); err != nil {
+					t.Fatal(err)
+				}
+				checkOrder(t, l.succeeded(), w.want, false)
+				events, parked := svc.counts()
+				t.Logf("%d records, %d failing, %d MPFEs of which %d parked", w.total, len(w.plan), events, parked)
+			})
+		}
+	})
+}
+
+// TestOrderingGuardParksBehindTheHead checks the wire: a parked record's MPFE has error code
+// PARKED_BEHIND, is PERMANENT, and names the head's event id and identity; the other key is
+// handed over at once.
+func TestOrderingGuardParksBehindTheHead(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		e := newEnv(t, a, 1)
+		e.k.CreateTopic(t, testStateTopic, 1)
+		topic := testTopic
+		msg := func(key, val string) *kafka.Message {
+			return &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Key: []byte(key), Value: []byte(val)}
+		}
+		e.k.Produce(t, msg("a", "a0"), msg("a", "a1"), msg("b", "b2"), msg("a", "a3"), msg("b", "b4"))
+		l := newLedger(map[string]int{"orders/0/0": 1})
+		s := e.start(e.orderedConfig("parks-"+string(a), l, e.newOrderingStore()))
+		evs := e.mpfes(3)
+		waitFor(t, "the other key handed over", func() bool { return len(l.succeeded()["b"]) == 2 })
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		head := evs[0]
+		if head.References.ErrorType.Code == avro.CodeParkedBehind || head.References.Message.Offset != 0 {
+			t.Fatalf("first MPFE is %s at %d, want the head at 0", head.References.ErrorType.Code, head.References.Message.Offset)
+		}
+		for i, off := range []int64{1, 3} {
+			ev := evs[i+1]
+			md := ev.Payload.FailedMessageMetadata
+			if ev.References.Message.Offset != off || ev.References.ErrorType.Code != avro.CodeParkedBehind ||
+				ev.References.ErrorType.Temporality != avro.Permanent {
+				t.Errorf("MPFE of %d: offset %d code %s temporality %s", off, ev.References.Message.Offset, ev.References.ErrorType.Code, ev.References.ErrorType.Temporality)
+			}
+			if got := string(md.Headers[avro.ParkedBehindEntry]); got != head.Identity.EventID {
+				t.Errorf("MPFE of %d parked behind %q, want the head's event %q", off, got, head.Identity.EventID)
+			}
+			if got := string(md.Headers[avro.ParkedHeadEntry]); got != "orders/0/0" {
+				t.Errorf("MPFE of %d parked behind head %q, want orders/0/0", off, got)
+			}
+			if hs, err := md.OriginalHeaders(); err != nil || len(hs) != 0 {
+				t.Errorf("MPFE of %d: original headers %v, %v; want none", off, hs, err)
+			}
+		}
+		if got := l.succeeded()["a"]; len(got) != 0 {
+			t.Errorf("key a handed over %v while its head waits", got)
+		}
+	})
+}
+
+// TestOrderingGuardSurvivesRebalance parks keys on a consumer, then a second member joins the
+// group (the partitions are split) while the chains are held back at the service; more records
+// of the parked keys arrive; then the service resends. The parked keys are known to whichever
+// member owns their partition, so the property holds.
+func TestOrderingGuardSurvivesRebalance(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		e := newEnv(t, a, 4)
+		e.k.CreateTopic(t, testStateTopic, 1)
+		rng := rand.New(rand.NewPCG(7, 24))
+		w := newWorkload(8)
+		e.produceWorkload(w, rng, 120, 4, 6)
+		svc := e.startService(context.Background())
+		svc.setHold(true)
+		l := newLedger(w.plan)
+		group := "rebalance-" + string(a)
+		first := e.start(e.orderedConfig(group, l, e.newOrderingStore()))
+		waitFor(t, "every head and its parked records dead-lettered", func() bool {
+			n := 0
+			for _, ids := range w.want {
+				n += len(ids)
+			}
+			ev, _ := svc.counts()
+			return l.distinctOK()+ev >= n && ev > 0
+		})
+		cfg := e.orderedConfig(group, l, e.newOrderingStore())
+		reg := prometheus.NewRegistry()
+		cfg.Metrics = reg
+		second := e.start(cfg)
+		waitFor(t, "the second member owning partitions", func() bool {
+			mfs, _ := reg.Gather()
+			for _, mf := range mfs {
+				if mf.GetName() == "redrive_errorhandler_consecutive_failures" && len(mf.GetMetric()) > 0 {
+					return true
+				}
+			}
+			return false
+		})
+		e.produceWorkload(w, rng, 40, 4, 1000)
+		waitFor(t, "the second member parking records of the keys parked by the first", func() bool {
+			return metricValue(reg, "redrive_errorhandler_failures_total", map[string]string{"outcome": string(eh.OutcomeParked)}) > 0
+		})
+		svc.setHold(false)
+		waitFor(t, "every record handled", func() bool { return l.distinctOK() == w.total })
+		checkOrder(t, l.succeeded(), w.want, false)
+		for _, s := range []*started{first, second} {
+			if err := s.stop(); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,413 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redrive/redrive/avro"
+	eh "github.com/redrive/redrive/errorhandler"
+)
+
+// errParked is the error of a record the ordering guard parked.
+var errParked = errors.New("parked behind an earlier failure of its key")
+
+// errReplayedHead is the error of a head failure dead-lettered again after a restart: its own
+// error was reported by the first event of the same idempotenceId.
+var errReplayedHead = errors.New("head failure dead-lettered again after a restart (the first event of this idempotenceId holds the error)")
+
+// guardEntry is the state of one guarded key on a partition, as it is stored.
+type guardEntry struct {
+	// Head is the causing-message identity of the key's head failure; empty once resolved.
+	Head string `json:"h,omitempty"`
+	// HeadEvent is the event id of the head's MPFE.
+	HeadEvent string `json:"e,omitempty"`
+	// Parked are the identities of the parked records, in the order they are handed over.
+	Parked []string `json:"p,omitempty"`
+	// Through is the offset of the last record that changed the entry: a record at or below it
+	// is a replay after a crash.
+	Through int64 `json:"t"`
+}
+
+// size is the number of guard entries e takes: its head and each parked record.
+func (g *guardEntry) size() int {
+	n := len(g.Parked)
+	if g.Head != "" {
+		n++
+	}
+	return n
+}
+
+// Keys of the store's map: a guarded key, or the partition's overflow marker.
+const (
+	guardKeyPrefix = "k"
+	guardOverflow  = "o"
+)
+
+// guard is the ordering guard of one partition. It is owned by the partition's worker (and by a
+// release, which runs while the worker is idle).
+type guard struct {
+	store   eh.OrderingStore
+	max     int
+	atLimit eh.OrderingLimitPolicy
+
+	loaded   bool
+	keys     map[string]*guardEntry
+	size     int
+	overflow string // "overflow:topic/partition@offset" once the partition overflowed
+	// limitAt is the offset of the record the partition halted at for the limit: its release
+	// with dead-letter may exceed the bound (the partition could not drain otherwise).
+	limitAt int64
+
+	// clear is set by ClearOrdering: the worker drops the partition's guard state.
+	clear atomic.Bool
+}
+
+// attachGuard gives p an ordering guard when its topic is guarded.
+func (e *Engine[K, V]) attachGuard(p *partition) {
+	o := e.cfg.Ordering
+	if !o.Guards(p.key.Topic) {
+		return
+	}
+	p.guard = &guard{store: o.Store, max: o.MaxParked, atLimit: o.AtLimit, keys: map[string]*guardEntry{}, limitAt: -1}
+}
+
+// loadGuard reads p's guard state from the store, retrying with backoff until it succeeds or p
+// is let go (then it returns false and the worker stops).
+func (e *Engine[K, V]) loadGuard(p *partition) bool {
+	g := p.guard
+	for attempt := 1; ; attempt++ {
+		stored, err := g.store.Load(p.ctx, p.key.Topic, p.key.Partition)
+		if err == nil {
+			for k, v := range stored {
+				if k == guardOverflow {
+					g.overflow = string(v)
+					continue
+				}
+				if len(k) == 0 || k[:1] != guardKeyPrefix {
+					continue
+				}
+				var ent guardEntry
+				if err := json.Unmarshal(v, &ent); err != nil {
+					e.log.Error("ordering guard: unreadable stored entry dropped", "topic", p.key.Topic, "partition", p.key.Partition, "error", err)
+					continue
+				}
+				g.keys[k[1:]] = &ent
+				g.size += ent.size()
+			}
+			g.loaded = true
+			e.log.Info("ordering guard loaded", "topic", p.key.Topic, "partition", p.key.Partition, "keys", len(g.keys), "entries", g.size, "overflow", g.overflow)
+			return true
+		}
+		if !e.guardWait(p, attempt, "load", err) {
+			return false
+		}
+	}
+}
+
+// guardWait logs a failed store call and waits before the next attempt; false when p is let go.
+func (e *Engine[K, V]) guardWait(p *partition, attempt int, op string, err error) bool {
+	if ok, n := e.throttle.allow("ordering:" + p.key.Topic); ok {
+		e.log.Warn("ordering guard: store "+op+" failed; retrying, the partition waits", "topic", p.key.Topic,
+			"partition", p.key.Partition, "attempt", attempt, "error", err, "suppressed", n)
+	}
+	delay := min(e.cfg.DeadLetter.RetryBackoff<<min(attempt-1, 10), e.cfg.DeadLetter.MaxRetryBackoff)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.quit:
+	case <-p.ctx.Done():
+	}
+	return false
+}
+
+// saveGuard writes key's entry (nil: deleted) and waits until the store acknowledged it. It
+// returns false when p was let go first.
+func (e *Engine[K, V]) saveGuard(p *partition, storeKey string, ent *guardEntry) bool {
+	var val []byte
+	if ent != nil {
+		val, _ = json.Marshal(ent) // strings and an int64: cannot fail
+	}
+	return e.saveGuardRaw(p, storeKey, val)
+}
+
+func (e *Engine[K, V]) saveGuardRaw(p *partition, storeKey string, val []byte) bool {
+	for attempt := 1; ; attempt++ {
+		err := p.guard.store.Save(p.ctx, p.key.Topic, p.key.Partition, []byte(storeKey), val)
+		if err == nil {
+			return true
+		}
+		if !e.guardWait(p, attempt, "write", err) {
+			return false
+		}
+	}
+}
+
+// handle handles one record, through the ordering guard when p has one.
+func (e *Engine[K, V]) handle(p *partition, msg *eh.Message) bool {
+	if p.guard == nil {
+		return e.process(p, msg)
+	}
+	return e.guarded(p, msg)
+}
+
+// identity returns msg's causing-message identity, as the service computes it: the Extractor's
+// id, else the redrive-origin header, else topic/partition/offset.
+func (e *Engine[K, V]) identity(msg *eh.Message) string {
+	if ex := e.cfg.DeadLetter.Extractor; ex != nil {
+		if id := ex(msg).ID; id != "" {
+			return id
+		}
+	}
+	if o, ok := msg.HeaderValue(avro.HeaderOrigin); ok && len(o) > 0 {
+		return string(o)
+	}
+	return msg.Topic + "/" + strconv.FormatInt(int64(msg.Partition), 10) + "/" + strconv.FormatInt(msg.Offset, 10)
+}
+
+// guarded handles msg on a guarded partition: it is handed over (process) unless its key is
+// blocked, or the partition overflowed; then it is parked.
+func (e *Engine[K, V]) guarded(p *partition, msg *eh.Message) bool {
+	g := p.guard
+	if g.clear.Swap(false) {
+		e.clearGuard(p)
+	}
+	if msg.Key == nil || e.filtered(msg) {
+		return e.process(p, msg)
+	}
+	if g.overflow != "" {
+		e.park(p, msg, avro.Permanent)
+		return false
+	}
+	ent := g.keys[string(msg.Key)]
+	if ent == nil {
+		return e.process(p, msg) // a dead-letter of msg creates the entry (guardDeadLetter)
+	}
+	id := e.identity(msg)
+	if msg.Offset <= ent.Through {
+		// A replay after a crash: repeat what was decided (the store already holds it).
+		switch {
+		case id == ent.Head:
+			e.deadLetter(p, msg, failure{phase: eh.PhaseProcess, err: errReplayedHead,
+				class: eh.Classification{Temporality: avro.Unknown, Code: avro.CodeUnknownException}}, 0)
+		case slices.Contains(ent.Parked, id):
+			e.park(p, msg, avro.Permanent)
+		default:
+			p.next.Store(msg.Offset + 1) // handed over before the crash
+		}
+		return false
+	}
+	if released, ok := msg.HeaderValue(avro.HeaderRelease); ok && ent.Head != "" && string(released) == ent.Head {
+		// The head was closed with release by an operator.
+		ent.Head, ent.HeadEvent = "", ""
+		g.size--
+	}
+	switch {
+	case ent.Head != "" && id == ent.Head:
+		// The head's resend: hand it over; success resolves the head.
+		return e.handOver(p, msg, ent, func() { ent.Head = ""; g.size-- })
+	case ent.Head == "" && len(ent.Parked) > 0 && id == ent.Parked[0]:
+		// The next parked record's resend.
+		return e.handOver(p, msg, ent, func() { ent.Parked = ent.Parked[1:]; g.size-- })
+	case ent.Head == "" && len(ent.Parked) == 0:
+		// Released by the header above, nothing parked: the key is free.
+		return e.handOver(p, msg, ent, func() {})
+	}
+	temporality := avro.Permanent
+	if ent.Head == "" {
+		temporality = avro.Temporary // the service resends it on its own: the head is resolved
+	}
+	e.park(p, msg, temporality)
+	return false
+}
+
+// handOver hands msg, a record of a guarded key, to the handler; on success resolved updates
+// ent, and the entry is stored (deleted when nothing is left) before msg's offset may be
+// committed. A failure is dead-lettered by process, and guardDeadLetter updates ent.
+func (e *Engine[K, V]) handOver(p *partition, msg *eh.Message, ent *guardEntry, resolved func()) bool {
+	hold := &offsetSlot{offset: msg.Offset, p: p}
+	p.mu.Lock()
+	p.track.add(hold)
+	p.mu.Unlock()
+	ok := e.process(p, msg)
+	saved := true
+	if ok {
+		resolved()
+		ent.Through = msg.Offset
+		key := string(msg.Key)
+		if ent.size() == 0 {
+			delete(p.guard.keys, key)
+			saved = e.saveGuard(p, guardKeyPrefix+key, nil)
+		} else {
+			saved = e.saveGuard(p, guardKeyPrefix+key, ent)
+		}
+	}
+	p.mu.Lock()
+	if saved {
+		p.track.finish(hold)
+	}
+	// else: let go before the state was stored; the record stays uncommitted (the slot stays
+	// in flight until the partition is dropped).
+	p.mu.Unlock()
+	return ok
+}
+
+// park dead-letters msg as parked behind its key's head (guardDeadLetter adds the references).
+func (e *Engine[K, V]) park(p *partition, msg *eh.Message, temporality avro.Temporality) {
+	e.met.failure(string(eh.PhaseProcess), eh.OutcomeParked, p.key.Topic)
+	e.deadLetter(p, msg, failure{phase: eh.PhaseProcess, err: errParked,
+		class: eh.Classification{Temporality: temporality, Code: avro.CodeParkedBehind}}, 0)
+}
+
+// guardDeadLetter updates p's guard for msg, about to be dead-lettered as j, and stores the
+// change. It returns false when msg must not be dead-lettered: the partition halted at the
+// limit, or was let go before the change was stored (msg stays uncommitted).
+func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bool {
+	g := p.guard
+	if msg.Key == nil || !g.loaded {
+		return true
+	}
+	parked := j.f.class.Code == avro.CodeParkedBehind && errors.Is(j.f.err, errParked)
+	if g.overflow != "" {
+		if parked {
+			markParked(j, "", g.overflow)
+		}
+		return true
+	}
+	key := string(msg.Key)
+	ent := g.keys[key]
+	if ent != nil && msg.Offset <= ent.Through {
+		if parked {
+			markParked(j, ent.HeadEvent, ent.Head)
+		}
+		return true // a replay: the state is stored already
+	}
+	id := e.identity(msg)
+	switch {
+	case ent == nil && !parked:
+		// A new head.
+		if !e.guardRoom(p, msg, j) {
+			return g.overflow != "" // overflowed: dead-lettered as it is, untracked
+		}
+		ent = &guardEntry{Head: id}
+		g.keys[key] = ent
+		g.size++
+	case ent == nil:
+		return true // parked by a limit halt's release after the key was cleared: nothing to track
+	case !parked && ent.Head != "" && id == ent.Head:
+		// The head's resend failed again: it stays the head.
+	case !parked && ent.Head == "" && len(ent.Parked) > 0 && id == ent.Parked[0]:
+		// The next parked record failed: it becomes the head.
+		ent.Parked = ent.Parked[1:]
+		ent.Head = id
+	default:
+		if !parked {
+			// A failure of a record that was to be parked (a release of a limit halt): it is
+			// parked all the same.
+			parked = true
+		}
+		markParked(j, ent.HeadEvent, headRef(ent))
+		if !slices.Contains(ent.Parked, id) {
+			if !e.guardRoom(p, msg, j) {
+				if g.overflow != "" {
+					markParked(j, "", g.overflow)
+					return true
+				}
+				return false
+			}
+			ent.Parked = append(ent.Parked, id)
+			g.size++
+		}
+	}
+	if !parked {
+		ent.HeadEvent = j.ev.Identity.EventID
+	}
+	ent.Through = msg.Offset
+	return e.saveGuard(p, guardKeyPrefix+key, ent)
+}
+
+// headRef is the head reference of ent's parked records: the head, or, once it was resolved,
+// the record they wait for.
+func headRef(ent *guardEntry) string {
+	if ent.Head != "" || len(ent.Parked) == 0 {
+		return ent.Head
+	}
+	return ent.Parked[0]
+}
+
+// guardRoom reports whether p's guard may take one more entry for msg. At the limit it applies
+// AtLimit: OrderingHalt halts p at msg; OrderingParkAll marks the partition overflowed (stored).
+func (e *Engine[K, V]) guardRoom(p *partition, msg *eh.Message, j *Job) bool {
+	g := p.guard
+	if g.size < g.max {
+		return true
+	}
+	if g.limitAt == msg.Offset {
+		g.limitAt = -1
+		return true // the operator released the halted record with dead-letter
+	}
+	switch g.atLimit {
+	case eh.OrderingParkAll:
+		marker := fmt.Sprintf("overflow:%s/%d@%d", p.key.Topic, p.key.Partition, msg.Offset)
+		if !e.saveGuardRaw(p, guardOverflow, []byte(marker)) {
+			return false
+		}
+		g.overflow = marker
+		e.log.Error("ordering guard full: every later record of the partition is parked until ClearOrdering",
+			"topic", p.key.Topic, "partition", p.key.Partition, "offset", msg.Offset, "entries", g.size)
+	default:
+		g.limitAt = msg.Offset
+		e.halt(p, msg, j.f, 0, eh.ReasonOrderingLimit)
+	}
+	return false
+}
+
+// markParked adds the parked record's references to its MPFE's metadata map.
+func markParked(j *Job, headEvent, head string) {
+	m := &j.meta
+	if m.Headers == nil {
+		m.Headers = headerMap(j.msg.Headers)
+	}
+	if headEvent != "" {
+		m.Headers[avro.ParkedBehindEntry] = []byte(headEvent)
+	}
+	m.Headers[avro.ParkedHeadEntry] = []byte(head)
+}
+
+// clearGuard drops p's guard state, in the store too (ClearOrdering).
+func (e *Engine[K, V]) clearGuard(p *partition) {
+	g := p.guard
+	for key := range g.keys {
+		if !e.saveGuard(p, guardKeyPrefix+key, nil) {
+			return
+		}
+		delete(g.keys, key)
+	}
+	if g.overflow != "" && !e.saveGuardRaw(p, guardOverflow, nil) {
+		return
+	}
+	g.overflow, g.size = "", 0
+	e.log.Info("ordering guard cleared", "topic", p.key.Topic, "partition", p.key.Partition)
+}
+
+// ClearOrdering drops the ordering guard's state of topic/partition (its parked keys and an
+// overflow): the partition's later records are handed over again. It takes effect before the
+// partition's next record. It returns eh.ErrNotAssigned when the partition is not assigned
+// here or not guarded.
+func (e *Engine[K, V]) ClearOrdering(_ context.Context, topic string, partition int32) error {
+	e.partsMu.RLock()
+	p := e.parts[TP{Topic: topic, Partition: partition}]
+	e.partsMu.RUnlock()
+	if p == nil || p.guard == nil {
+		return eh.ErrNotAssigned
+	}
+	p.guard.clear.Store(true)
+	return nil
+}
