@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -175,6 +176,97 @@ func TestOrderingGuardSurvivesRebalance(t *testing.T) {
 			if err := s.stop(); err != nil {
 				t.Error(err)
 			}
+		}
+	})
+}
+
+// keyed returns records of the test topic's partition 0 with the given key:value pairs.
+func keyed(pairs ...string) []*kafka.Message {
+	topic := testTopic
+	out := make([]*kafka.Message, len(pairs))
+	for i, kv := range pairs {
+		k, v, _ := strings.Cut(kv, ":")
+		out[i] = &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Key: []byte(k), Value: []byte(v)}
+	}
+	return out
+}
+
+// TestOrderingGuardHaltsAtTheLimit: with AtLimit OrderingHalt, the record that would exceed
+// MaxParked halts its partition (reason ordering-limit); a release with dead-letter parks it
+// and the partition goes on.
+func TestOrderingGuardHaltsAtTheLimit(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		e := newEnv(t, a, 1)
+		e.k.CreateTopic(t, testStateTopic, 1)
+		e.k.Produce(t, keyed("a:a0", "a:a1", "a:a2", "a:a3", "b:b4")...)
+		l := newLedger(map[string]int{"orders/0/0": 1})
+		cfg := e.orderedConfig("limit-halt-"+string(a), l, e.newOrderingStore())
+		cfg.Ordering.MaxParked = 3
+		s := e.start(cfg)
+		waitFor(t, "the partition halted at the limit", func() bool { return len(s.r.Health().Halted) == 1 })
+		h := s.r.Health().Halted[0]
+		if h.Reason != eh.ReasonOrderingLimit || h.Offset != 3 || h.Code != avro.CodeParkedBehind {
+			t.Fatalf("halted %+v, want reason %s at offset 3 with code %s", h, eh.ReasonOrderingLimit, avro.CodeParkedBehind)
+		}
+		if got := l.succeeded()["b"]; len(got) != 0 {
+			t.Fatalf("b handed over %v past the halt", got)
+		}
+		if err := s.r.Release(context.Background(), testTopic, 0, 3, eh.ActionDeadLetter); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "b handed over after the release", func() bool { return len(l.succeeded()["b"]) == 1 })
+		evs := e.mpfes(4)
+		for _, ev := range evs[1:] {
+			if ev.References.ErrorType.Code != avro.CodeParkedBehind {
+				t.Errorf("MPFE of %d has code %s, want %s", ev.References.Message.Offset, ev.References.ErrorType.Code, avro.CodeParkedBehind)
+			}
+		}
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestOrderingGuardParksAllAtTheLimit: with AtLimit OrderingParkAll, once the guard is full
+// every later record of the partition is parked, whatever its key, until ClearOrdering; then
+// records are handed over again.
+func TestOrderingGuardParksAllAtTheLimit(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		e := newEnv(t, a, 1)
+		e.k.CreateTopic(t, testStateTopic, 1)
+		e.k.Produce(t, keyed("a:a0", "a:a1", "a:a2", "b:b3")...)
+		l := newLedger(map[string]int{"orders/0/0": 1})
+		cfg := e.orderedConfig("limit-park-"+string(a), l, e.newOrderingStore())
+		cfg.Ordering.MaxParked = 2
+		cfg.Ordering.AtLimit = eh.OrderingParkAll
+		s := e.start(cfg)
+		evs := e.mpfes(4)
+		for _, ev := range evs[2:] {
+			md := ev.Payload.FailedMessageMetadata
+			if ev.References.ErrorType.Code != avro.CodeParkedBehind || string(md.Headers[avro.ParkedHeadEntry]) != "overflow:orders/0@2" {
+				t.Errorf("MPFE of %d: code %s head %q, want parked behind the overflow at 2", ev.References.Message.Offset,
+					ev.References.ErrorType.Code, md.Headers[avro.ParkedHeadEntry])
+			}
+		}
+		if got := l.succeeded()["b"]; len(got) != 0 {
+			t.Fatalf("b handed over %v during the overflow", got)
+		}
+		if err := s.r.(clearer).ClearOrdering(context.Background(), testTopic, 0); err != nil {
+			t.Fatal(err)
+		}
+		e.k.Produce(t, keyed("b:b4", "a:a5")...)
+		waitFor(t, "records handed over after the clear", func() bool {
+			ok := l.succeeded()
+			return len(ok["a"]) == 1 && len(ok["b"]) == 1
+		})
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		// The overflow is stored: a restart before the clear would have parked on.
+		st := e.newOrderingStore()
+		left, err := st.Load(context.Background(), testTopic, 0)
+		if err != nil || len(left) != 0 {
+			t.Errorf("stored state after the clear: %v, %v; want none", left, err)
 		}
 	})
 }
