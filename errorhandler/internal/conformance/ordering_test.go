@@ -2,16 +2,24 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/avro"
 	eh "github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/errorhandler/confluent"
+	"github.com/redrive/redrive/errorhandler/franz"
 	"github.com/redrive/redrive/store"
 )
 
@@ -269,4 +277,161 @@ func TestOrderingGuardParksAllAtTheLimit(t *testing.T) {
 			t.Errorf("stored state after the clear: %v, %v; want none", left, err)
 		}
 	})
+}
+
+// Environment of the ordering crash child (TestOrderingCrashChild).
+const envOrderingChild = "EH_ORDERING_CHILD"
+
+// TestOrderingGuardKillDuringRelease kills a consumer process (SIGKILL) in the middle of a
+// release: the head's resend and the first parked record were handed over, the handler is busy
+// with the second when the process dies, nothing was ever committed. Its successor replays the
+// partition from the start with the stored guard state: it does not hand over what was handed
+// over already, parks nothing twice, and hands the rest of the chain over in order.
+func TestOrderingGuardKillDuringRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		e := newEnv(t, a, 1)
+		e.k.CreateTopic(t, testStateTopic, 1)
+		e.k.Produce(t, keyed("a:a0", "a:a1", "b:b2", "a:a3", "a:a4", "b:b5", "a:a6")...)
+		want := map[string][]string{
+			"a": {"orders/0/0", "orders/0/1", "orders/0/3", "orders/0/4", "orders/0/6"},
+			"b": {"orders/0/2", "orders/0/5"},
+		}
+		svc := e.startService(context.Background())
+		group := "ordering-crash-" + string(a)
+		child := exec.Command(os.Args[0], "-test.run=^TestOrderingCrashChild$", "-test.count=1")
+		child.Env = append(os.Environ(), envOrderingChild+"="+string(a)+":"+group, envCrashBootstrap+"="+e.k.Bootstrap())
+		out := &lines{}
+		child.Stdout, child.Stderr = out, out
+		if err := child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- child.Wait() }()
+		waitFor(t, "the child busy with the second parked record's resend", func() bool {
+			select {
+			case err := <-exited:
+				t.Fatalf("the child exited early: %v\n%s", err, out.String())
+			default:
+			}
+			return strings.Contains(out.String(), "BUSY orders/0/3")
+		})
+		if err := child.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-exited
+		if c := e.committed(group, 0); c > 0 {
+			t.Fatalf("the killed child committed %d: the test needs a crash before any commit", c)
+		}
+		got := out.handled()
+		if !slices.Equal(got["a"], want["a"][:2]) {
+			t.Fatalf("the child handed over %v of key a before the kill, want %v", got["a"], want["a"][:2])
+		}
+
+		l := newLedger(nil)
+		s := e.start(e.orderedConfig(group, l, e.newOrderingStore()))
+		waitFor(t, "the rest of the chain handed over", func() bool { return len(l.succeeded()["a"]) >= 3 })
+		waitFor(t, "the successor committed to the end", func() bool { return e.committed(group, 0) == e.k.EndOffsets(testTopic)[0] })
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		after := l.succeeded()
+		if !slices.Equal(after["a"], want["a"][2:]) {
+			t.Errorf("the successor handed over %v of key a, want exactly the rest of the chain %v", after["a"], want["a"][2:])
+		}
+		for k, ids := range after {
+			got[k] = append(got[k], ids...)
+		}
+		checkOrder(t, got, want, true) // b is handled again: at least once
+		if events, parked := svc.counts(); parked != 4 {
+			t.Errorf("%d MPFEs, %d parked; want the 4 records behind the head parked once each (the replays stored once)", events, parked)
+		}
+	})
+}
+
+// lines collects a child's output.
+type lines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// handled returns the child's "OK key identity" lines per key.
+func (l *lines) handled() map[string][]string {
+	out := map[string][]string{}
+	for _, line := range strings.Split(l.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "OK" {
+			out[f[1]] = append(out[f[1]], f[2])
+		}
+	}
+	return out
+}
+
+// TestOrderingCrashChild is the consumer process of TestOrderingGuardKillDuringRelease: the head
+// orders/0/0 fails once; it prints every record handed over without error, and blocks forever
+// in the handler on the resend of orders/0/3. It never commits.
+func TestOrderingCrashChild(t *testing.T) {
+	spec := os.Getenv(envOrderingChild)
+	if spec == "" {
+		t.Skip("runs only as the child of TestOrderingGuardKillDuringRelease")
+	}
+	a, group, _ := strings.Cut(spec, ":")
+	bootstrap := os.Getenv(envCrashBootstrap)
+	e := &env{t: t, a: adapter(a), reg: prometheus.NewRegistry()}
+	var st orderingStore
+	var err error
+	if e.a == adapterConfluent {
+		st, err = confluent.NewOrderingStore(e.confluentSettings(bootstrap), testStateTopic)
+	} else {
+		st, err = franz.NewOrderingStore(e.franzSettings(bootstrap), testStateTopic)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	failed := false
+	h := eh.HandlerFunc[[]byte, string](func(ctx context.Context, rec eh.Record[[]byte, string]) error {
+		id := identityOf(&rec.Message)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case id == "orders/0/0" && !failed:
+			failed = true
+			return errors.New("planned failure")
+		case id == "orders/0/3":
+			fmt.Printf("BUSY %s\n", id)
+			<-ctx.Done() // until killed
+			return ctx.Err()
+		}
+		fmt.Printf("OK %s %s\n", rec.Message.Key, id)
+		return nil
+	})
+	cfg := eh.Config[[]byte, string]{
+		GroupID: group, Topics: []string{testTopic}, System: "test-system", Service: "test-service",
+		KeyDecoder: eh.Bytes(), ValueDecoder: stringDecoder(), Handler: h,
+		ProcessPolicy:  eh.DeadLetter,
+		FloodThreshold: -1,
+		DeadLetter:     eh.DeadLetterConfig{ErrorTopic: testErrTopic, RetryBackoff: 20 * time.Millisecond},
+		Ordering:       eh.Ordering{Topics: []string{testTopic}, Store: st},
+		CommitInterval: time.Hour, // never commits before it is killed
+		Metrics:        e.reg,
+	}
+	r, err := newRunnerAt(e, cfg, bootstrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Run(context.Background()) // until killed
 }
