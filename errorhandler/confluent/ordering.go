@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -21,6 +22,13 @@ type OrderingStore struct {
 	topic   string
 	prod    *kafka.Producer
 	done    chan struct{}
+
+	stopWarm context.CancelFunc // ends the first read, started by the constructor
+
+	mu   sync.Mutex        // serializes Loads
+	cons *kafka.Consumer   // reads the topic, from the first Load on
+	pos  int64             // the offset after the last record read
+	view map[string][]byte // record key -> last value read
 }
 
 var _ errorhandler.OrderingStore = (*OrderingStore)(nil)
@@ -43,12 +51,13 @@ func NewOrderingStore(s Settings, topic string) (*OrderingStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new ordering store producer: %w", err)
 	}
-	o := &OrderingStore{brokers: s.DeadLetterBrokers, topic: topic, prod: kp, done: make(chan struct{})}
+	o := &OrderingStore{brokers: s.DeadLetterBrokers, topic: topic, prod: kp, done: make(chan struct{}), view: map[string][]byte{}}
 	go func() { // events other than delivery reports (those go to each Save's channel)
 		defer close(o.done)
 		for range kp.Events() {
 		}
 	}()
+	o.warm()
 	return o, nil
 }
 
@@ -71,64 +80,84 @@ func (o *OrderingStore) Save(ctx context.Context, topic string, partition int32,
 	}
 }
 
-// Load reads the topic from its start to its end and returns the last state of every key of
-// topic's partition.
+// Load reads the topic up to its end (from where the last Load stopped: the store keeps what it
+// read) and returns the last state of every key of topic's partition.
 func (o *OrderingStore) Load(ctx context.Context, topic string, partition int32) (map[string][]byte, error) {
-	c, err := kafka.NewConsumer(&kafka.ConfigMap{
-		"bootstrap.servers":  o.brokers,
-		"group.id":           "redrive-errorhandler-ordering",
-		"client.id":          "redrive-errorhandler-ordering",
-		"enable.auto.commit": false,
-		"fetch.wait.max.ms":  100,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ordering store: load: new consumer: %w", err)
-	}
-	defer c.Close()
-	_, high, err := c.QueryWatermarkOffsets(o.topic, 0, 10000)
-	if err != nil {
-		return nil, fmt.Errorf("ordering store: load: end offset of %s: %w", o.topic, err)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.catchUp(ctx); err != nil {
+		return nil, err
 	}
 	out := map[string][]byte{}
-	if high <= 0 {
-		return out, nil
+	for k, v := range o.view {
+		if key, ok := orderingkey.Decode([]byte(k), topic, partition); ok {
+			out[key] = v
+		}
 	}
-	if err := c.Assign([]kafka.TopicPartition{{Topic: &o.topic, Partition: 0, Offset: kafka.OffsetBeginning}}); err != nil {
-		return nil, fmt.Errorf("ordering store: load: assign: %w", err)
+	return out, nil
+}
+
+// catchUp reads the topic up to its end into the view. The caller holds mu.
+func (o *OrderingStore) catchUp(ctx context.Context) error {
+	if o.cons == nil {
+		c, err := kafka.NewConsumer(&kafka.ConfigMap{
+			"bootstrap.servers":      o.brokers,
+			"group.id":               "redrive-errorhandler-ordering",
+			"client.id":              "redrive-errorhandler-ordering",
+			"enable.auto.commit":     false,
+			"fetch.wait.max.ms":      10,
+			"fetch.error.backoff.ms": 10,
+		})
+		if err != nil {
+			return fmt.Errorf("ordering store: load: new consumer: %w", err)
+		}
+		if err := c.Assign([]kafka.TopicPartition{{Topic: &o.topic, Partition: 0, Offset: kafka.OffsetBeginning}}); err != nil {
+			_ = c.Close()
+			return fmt.Errorf("ordering store: load: assign: %w", err)
+		}
+		o.cons = c
+	}
+	// Asked on the producer's connections: the consumer's may wait behind a fetch.
+	_, high, err := o.prod.QueryWatermarkOffsets(o.topic, 0, 10000)
+	if err != nil {
+		return fmt.Errorf("ordering store: load: end offset of %s: %w", o.topic, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for {
+	for o.pos < high {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("ordering store: load: %w", err)
+			return fmt.Errorf("ordering store: load: %w", err)
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("ordering store: load: %s not read to its end within 30s", o.topic)
+			return fmt.Errorf("ordering store: load: %s not read to its end within 30s", o.topic)
 		}
-		switch ev := c.Poll(100).(type) {
+		switch ev := o.cons.Poll(100).(type) {
 		case *kafka.Message:
-			if k, ok := orderingkey.Decode(ev.Key, topic, partition); ok {
-				if ev.Value == nil {
-					delete(out, k)
-				} else {
-					out[k] = ev.Value
-				}
+			if ev.Value == nil {
+				delete(o.view, string(ev.Key))
+			} else {
+				o.view[string(ev.Key)] = ev.Value
 			}
-			if int64(ev.TopicPartition.Offset) >= high-1 {
-				return out, nil
-			}
+			o.pos = int64(ev.TopicPartition.Offset) + 1
 		case kafka.Error:
 			if ev.IsFatal() {
-				return nil, fmt.Errorf("ordering store: load: %w", ev)
+				return fmt.Errorf("ordering store: load: %w", ev)
 			}
 		}
 	}
+	return nil
 }
 
 // Close flushes and closes the store's producer.
 func (o *OrderingStore) Close() {
+	o.stopWarm()
 	o.prod.Flush(5000)
 	o.prod.Close()
 	<-o.done
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cons != nil {
+		_ = o.cons.Close()
+	}
 }
 
 // ClearOrdering drops the ordering guard's state of topic/partition, in the store too: its
@@ -138,4 +167,25 @@ func (o *OrderingStore) Close() {
 // or its topic is not guarded.
 func (r *Runner[K, V]) ClearOrdering(ctx context.Context, topic string, partition int32) error {
 	return r.e.ClearOrdering(ctx, topic, partition)
+}
+
+// warm reads the topic in the background, so that the first partition assignment finds the
+// store caught up (a Load waits for it).
+func (o *OrderingStore) warm() {
+	ctx, cancel := context.WithCancel(context.Background())
+	o.stopWarm = cancel
+	o.mu.Lock() // taken before the constructor returns: the first Load waits for the read
+	go func() {
+		defer o.mu.Unlock()
+		_ = o.catchUp(ctx)
+	}()
+}
+
+// ResolveOrdering resolves the head failure of key on topic/partition as if its resend had been
+// handled, for an operator who gives up on it (closes it at the service): the records parked
+// behind it are handed over, in their original order, when they are resent. It takes effect
+// before the partition's next record; errorhandler.ErrNotAssigned when the partition is not
+// assigned here or its topic is not guarded.
+func (r *Runner[K, V]) ResolveOrdering(ctx context.Context, topic string, partition int32, key []byte) error {
+	return r.e.ResolveOrdering(ctx, topic, partition, key)
 }

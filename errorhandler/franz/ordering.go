@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,6 +23,13 @@ type OrderingStore struct {
 	s     Settings
 	topic string
 	prod  *kgo.Client
+
+	stopWarm context.CancelFunc // ends the first read, started by the constructor
+
+	mu   sync.Mutex        // serializes Loads
+	cons *kgo.Client       // reads the topic, from the first Load on
+	pos  int64             // the offset after the last record read
+	view map[string][]byte // record key -> last value read
 }
 
 var _ errorhandler.OrderingStore = (*OrderingStore)(nil)
@@ -45,7 +53,9 @@ func NewOrderingStore(s Settings, topic string) (*OrderingStore, error) {
 		cl.Close()
 		return nil, err
 	}
-	return &OrderingStore{s: s, topic: topic, prod: cl}, nil
+	o := &OrderingStore{s: s, topic: topic, prod: cl, view: map[string][]byte{}}
+	o.warm()
+	return o, nil
 }
 
 // Save writes key's state (nil: a tombstone) and waits for the acknowledgement.
@@ -57,53 +67,60 @@ func (o *OrderingStore) Save(ctx context.Context, topic string, partition int32,
 	return nil
 }
 
-// Load reads the topic from its start to its end and returns the last state of every key of
-// topic's partition.
+// Load reads the topic up to its end (from where the last Load stopped: the store keeps what it
+// read) and returns the last state of every key of topic's partition.
 func (o *OrderingStore) Load(ctx context.Context, topic string, partition int32) (map[string][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	end, err := o.endOffset(ctx)
-	if err != nil {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.catchUp(ctx); err != nil {
 		return nil, err
 	}
 	out := map[string][]byte{}
-	if end <= 0 {
-		return out, nil
+	for k, v := range o.view {
+		if key, ok := orderingkey.Decode([]byte(k), topic, partition); ok {
+			out[key] = v
+		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.s.DeadLetterBrokers...), kgo.ClientID("redrive-errorhandler-ordering"),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchMaxWait(100*time.Millisecond))
+	return out, nil
+}
+
+// catchUp reads the topic up to its end into the view. The caller holds mu.
+func (o *OrderingStore) catchUp(ctx context.Context) error {
+	end, err := o.endOffset(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ordering store: load: new client: %w", err)
+		return err
 	}
-	defer cl.Close()
-	for {
-		fs := cl.PollFetches(ctx)
+	if o.cons == nil && end > 0 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(o.s.DeadLetterBrokers...), kgo.ClientID("redrive-errorhandler-ordering"),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: {0: kgo.NewOffset().AtStart()}}),
+			kgo.FetchMaxWait(100*time.Millisecond))
+		if err != nil {
+			return fmt.Errorf("ordering store: load: new client: %w", err)
+		}
+		o.cons = cl
+	}
+	for o.pos < end {
+		fs := o.cons.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("ordering store: load: %w", err)
+			return fmt.Errorf("ordering store: load: %w", err)
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
 		if ferr != nil {
-			return nil, fmt.Errorf("ordering store: load: %w", ferr)
+			return fmt.Errorf("ordering store: load: %w", ferr)
 		}
-		done := false
 		fs.EachRecord(func(r *kgo.Record) {
-			if k, ok := orderingkey.Decode(r.Key, topic, partition); ok {
-				if r.Value == nil {
-					delete(out, k)
-				} else {
-					out[k] = r.Value
-				}
+			if r.Value == nil {
+				delete(o.view, string(r.Key))
+			} else {
+				o.view[string(r.Key)] = r.Value
 			}
-			if r.Offset >= end-1 {
-				done = true
-			}
+			o.pos = r.Offset + 1
 		})
-		if done {
-			return out, nil
-		}
 	}
+	return nil
 }
 
 // endOffset returns the end offset of the topic's partition 0.
@@ -130,8 +147,16 @@ func (o *OrderingStore) endOffset(ctx context.Context) (int64, error) {
 	return 0, fmt.Errorf("ordering store: end offset of %s: no answer", o.topic)
 }
 
-// Close closes the store's client.
-func (o *OrderingStore) Close() { o.prod.Close() }
+// Close closes the store's clients.
+func (o *OrderingStore) Close() {
+	o.stopWarm()
+	o.prod.Close()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cons != nil {
+		o.cons.Close()
+	}
+}
 
 // ClearOrdering drops the ordering guard's state of topic/partition, in the store too: its
 // parked keys and an overflow (errorhandler.OrderingParkAll). The partition's later records are
@@ -140,4 +165,25 @@ func (o *OrderingStore) Close() { o.prod.Close() }
 // or its topic is not guarded.
 func (r *Runner[K, V]) ClearOrdering(ctx context.Context, topic string, partition int32) error {
 	return r.e.ClearOrdering(ctx, topic, partition)
+}
+
+// warm reads the topic in the background, so that the first partition assignment finds the
+// store caught up (a Load waits for it).
+func (o *OrderingStore) warm() {
+	ctx, cancel := context.WithCancel(context.Background())
+	o.stopWarm = cancel
+	o.mu.Lock() // taken before the constructor returns: the first Load waits for the read
+	go func() {
+		defer o.mu.Unlock()
+		_ = o.catchUp(ctx)
+	}()
+}
+
+// ResolveOrdering resolves the head failure of key on topic/partition as if its resend had been
+// handled, for an operator who gives up on it (closes it at the service): the records parked
+// behind it are handed over, in their original order, when they are resent. It takes effect
+// before the partition's next record; errorhandler.ErrNotAssigned when the partition is not
+// assigned here or its topic is not guarded.
+func (r *Runner[K, V]) ResolveOrdering(ctx context.Context, topic string, partition int32, key []byte) error {
+	return r.e.ResolveOrdering(ctx, topic, partition, key)
 }

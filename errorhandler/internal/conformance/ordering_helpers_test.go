@@ -356,3 +356,30 @@ func (s *service) counts() (events, parked int) {
 	}
 	return s.events, parked
 }
+
+// closeRow closes the latest failure of id (it is never resent).
+func (s *service) closeRow(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.latest[id]; r != nil {
+		r.resent = true
+	}
+}
+
+// resendParked resends the waiting failures parked on key, in the reverse of their order (the
+// consumer must put them back in order), and marks them resent.
+func (s *service) resendParked(ctx context.Context, key string) int {
+	s.mu.Lock()
+	var recs []*kgo.Record
+	for i := len(s.rows) - 1; i >= 0; i-- {
+		if r := s.rows[i]; r.parked && !r.resent && r.key == key {
+			r.resent = true
+			recs = append(recs, resendRecord(r))
+		}
+	}
+	s.mu.Unlock()
+	if err := s.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		s.t.Errorf("resend: %v", err)
+	}
+	return len(recs)
+}

@@ -435,3 +435,42 @@ func TestOrderingCrashChild(t *testing.T) {
 	}
 	_ = r.Run(context.Background()) // until killed
 }
+
+// resolver is what both adapters' Runners offer to resolve a head by hand.
+type resolver interface {
+	ResolveOrdering(ctx context.Context, topic string, partition int32, key []byte) error
+}
+
+// TestOrderingGuardOperatorResolvesHead: an operator gives up on a head that keeps failing (it
+// is closed at the service) and resolves it at the consumer; the parked records are then
+// resent in the wrong order, and the consumer hands them over in their original order (an
+// early one is parked again as TEMPORARY, which the service resends by itself).
+func TestOrderingGuardOperatorResolvesHead(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		e := newEnv(t, a, 1)
+		e.k.CreateTopic(t, testStateTopic, 1)
+		e.k.Produce(t, keyed("a:a0", "a:a1", "b:b2", "a:a3", "a:a4")...)
+		ctx := context.Background()
+		svc := e.startService(ctx)
+		svc.setHold(true)
+		l := newLedger(map[string]int{"orders/0/0": 1 << 30})
+		s := e.start(e.orderedConfig("resolve-"+string(a), l, e.newOrderingStore()))
+		waitFor(t, "the head and its 3 parked records at the service", func() bool { n, _ := svc.counts(); return n == 4 })
+		svc.closeRow("orders/0/0")
+		if err := s.r.(resolver).ResolveOrdering(ctx, testTopic, 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		if n := svc.resendParked(ctx, "a"); n != 3 {
+			t.Fatalf("resent %d parked failures, want 3", n)
+		}
+		svc.setHold(false)
+		waitFor(t, "the parked records handed over", func() bool { return len(l.succeeded()["a"]) == 3 })
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		checkOrder(t, l.succeeded(), map[string][]string{
+			"a": {"orders/0/1", "orders/0/3", "orders/0/4"},
+			"b": {"orders/0/2"},
+		}, false)
+	})
+}

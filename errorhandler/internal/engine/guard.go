@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,11 @@ type guard struct {
 
 	// clear is set by ClearOrdering: the worker drops the partition's guard state.
 	clear atomic.Bool
+	// resolve holds the keys whose head an operator resolved (ResolveOrdering), applied by the
+	// worker before the partition's next record; resolving is set while it is not empty.
+	resolveMu sync.Mutex
+	resolve   []string
+	resolving atomic.Bool
 }
 
 // attachGuard gives p an ordering guard when its topic is guarded.
@@ -176,19 +182,27 @@ func (e *Engine[K, V]) identity(msg *eh.Message) string {
 // blocked, or the partition overflowed; then it is parked.
 func (e *Engine[K, V]) guarded(p *partition, msg *eh.Message) bool {
 	g := p.guard
-	if g.clear.Swap(false) {
+	if g.clear.Load() && g.clear.Swap(false) {
 		e.clearGuard(p)
 	}
-	if msg.Key == nil || e.filtered(msg) {
+	if g.resolving.Load() {
+		e.resolveHeads(p)
+	}
+	if msg.Key == nil {
 		return e.process(p, msg)
+	}
+	var ent *guardEntry
+	if g.overflow == "" {
+		if ent = g.keys[string(msg.Key)]; ent == nil {
+			return e.process(p, msg) // a dead-letter of msg creates the entry (guardDeadLetter)
+		}
+	}
+	if e.filtered(msg) {
+		return e.process(p, msg) // a resend meant for another service: not ours to order
 	}
 	if g.overflow != "" {
 		e.park(p, msg, avro.Permanent)
 		return false
-	}
-	ent := g.keys[string(msg.Key)]
-	if ent == nil {
-		return e.process(p, msg) // a dead-letter of msg creates the entry (guardDeadLetter)
 	}
 	id := e.identity(msg)
 	if msg.Offset <= ent.Through {
@@ -395,6 +409,58 @@ func (e *Engine[K, V]) clearGuard(p *partition) {
 	}
 	g.overflow, g.size = "", 0
 	e.log.Info("ordering guard cleared", "topic", p.key.Topic, "partition", p.key.Partition)
+}
+
+// resolveHeads applies the heads resolved by an operator: each key's head is treated as if its
+// resend had been handled (the key is released, or freed when nothing is parked behind it).
+func (e *Engine[K, V]) resolveHeads(p *partition) {
+	g := p.guard
+	g.resolveMu.Lock()
+	keys := g.resolve
+	g.resolve = nil
+	g.resolving.Store(false)
+	g.resolveMu.Unlock()
+	for _, key := range keys {
+		ent := g.keys[key]
+		if ent == nil || ent.Head == "" {
+			continue
+		}
+		head := ent.Head
+		ent.Head = ""
+		g.size--
+		var saved bool
+		if ent.size() == 0 {
+			delete(g.keys, key)
+			saved = e.saveGuard(p, guardKeyPrefix+key, nil)
+		} else {
+			saved = e.saveGuard(p, guardKeyPrefix+key, ent)
+		}
+		if !saved {
+			return // let go: the next owner loads the stored state
+		}
+		e.log.Info("ordering guard: head resolved by an operator; its parked records are handed over when they are resent",
+			"topic", p.key.Topic, "partition", p.key.Partition, "head", head, "parked", len(ent.Parked))
+	}
+}
+
+// ResolveOrdering resolves the head failure of key on topic/partition as if its resend had been
+// handled: the records parked behind it are handed over, in their order, when they are resent.
+// An operator uses it to give up on a head (closed at the service). It takes effect before the
+// partition's next record; eh.ErrNotAssigned when the partition is not assigned here or not
+// guarded.
+func (e *Engine[K, V]) ResolveOrdering(_ context.Context, topic string, partition int32, key []byte) error {
+	e.partsMu.RLock()
+	p := e.parts[TP{Topic: topic, Partition: partition}]
+	e.partsMu.RUnlock()
+	if p == nil || p.guard == nil {
+		return eh.ErrNotAssigned
+	}
+	g := p.guard
+	g.resolveMu.Lock()
+	g.resolve = append(g.resolve, string(key))
+	g.resolving.Store(true)
+	g.resolveMu.Unlock()
+	return nil
 }
 
 // ClearOrdering drops the ordering guard's state of topic/partition (its parked keys and an
