@@ -85,16 +85,25 @@ type call struct {
 	ok  bool
 }
 
-// ledger is a handler that fails a record's first plan[id] calls and records every call.
+// ledger is a handler that fails a record's first plan[id] (or byValue[value]) calls and
+// records every call.
 type ledger struct {
-	mu    sync.Mutex
-	plan  map[string]int // identity -> failing calls
-	calls []call
-	tries map[string]int
+	mu      sync.Mutex
+	plan    map[string]int // identity -> failing calls
+	byValue map[string]int // value -> failing calls
+	calls   []call
+	tries   map[string]int
 }
 
 func newLedger(plan map[string]int) *ledger {
-	return &ledger{plan: plan, tries: map[string]int{}}
+	return &ledger{plan: plan, byValue: map[string]int{}, tries: map[string]int{}}
+}
+
+// failValue makes the first n calls for records with value v fail.
+func (l *ledger) failValue(v string, n int) {
+	l.mu.Lock()
+	l.byValue[v] = n
+	l.mu.Unlock()
 }
 
 func (l *ledger) Handle(_ context.Context, rec eh.Record[[]byte, string]) error {
@@ -102,7 +111,7 @@ func (l *ledger) Handle(_ context.Context, rec eh.Record[[]byte, string]) error 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.tries[id]++
-	ok := l.tries[id] > l.plan[id]
+	ok := l.tries[id] > l.plan[id]+l.byValue[rec.Value]
 	l.calls = append(l.calls, call{key: string(rec.Message.Key), id: id, ok: ok})
 	if !ok {
 		return fmt.Errorf("planned failure %d of %s", l.tries[id], id)

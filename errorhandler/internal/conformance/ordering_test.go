@@ -23,12 +23,13 @@ import (
 	"github.com/redrive/redrive/store"
 )
 
-// workload is a random sequence of keyed records with a plan of failing handler calls.
+// workload is a random sequence of keyed records; its ledger fails some of them.
 type workload struct {
-	keys  int
-	plan  map[string]int      // identity -> failing calls
-	want  map[string][]string // key -> identities in offset order
-	total int
+	keys    int
+	l       *ledger
+	failing int
+	want    map[string][]string // key -> identities in offset order
+	total   int
 }
 
 // produceWorkload writes n records over keys keys to the env's partitions (a key always to
@@ -39,24 +40,26 @@ func (e *env) produceWorkload(w *workload, rng *rand.Rand, n, partitions, failEv
 	for i := range msgs {
 		k := rng.IntN(w.keys)
 		topic := testTopic
+		v := fmt.Sprintf("v%d", w.total+i)
 		msgs[i] = &kafka.Message{
 			TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: int32(k % partitions)},
 			Key:            []byte(fmt.Sprintf("key%d", k)),
-			Value:          []byte(fmt.Sprintf("v%d", w.total+i)),
+			Value:          []byte(v),
+		}
+		if rng.IntN(failEvery) == 0 {
+			w.l.failValue(v, 1+rng.IntN(2))
+			w.failing++
 		}
 	}
 	for _, m := range e.k.Produce(e.t, msgs...) {
 		id := store.TopicPartitionOffset(testTopic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))
 		w.want[string(m.Key)] = append(w.want[string(m.Key)], id)
-		if rng.IntN(failEvery) == 0 {
-			w.plan[id] = 1 + rng.IntN(2)
-		}
 	}
 	w.total += n
 }
 
 func newWorkload(keys int) *workload {
-	return &workload{keys: keys, plan: map[string]int{}, want: map[string][]string{}}
+	return &workload{keys: keys, l: newLedger(nil), want: map[string][]string{}}
 }
 
 // TestOrderingGuardKeepsKeyOrder is the property: over random key sequences and random
@@ -74,7 +77,7 @@ func TestOrderingGuardKeepsKeyOrder(t *testing.T) {
 				e.produceWorkload(w, rng, 120, 2, 8)
 				ctx := context.Background()
 				svc := e.startService(ctx)
-				l := newLedger(w.plan)
+				l := w.l
 				s := e.start(e.orderedConfig("ordered-"+string(a), l, e.newOrderingStore()))
 				waitFor(t, "some records parked", func() bool { _, p := svc.counts(); return p > 0 })
 				e.produceWorkload(w, rng, 60, 2, 8) // more records of the parked keys, during the release
@@ -84,7 +87,7 @@ func TestOrderingGuardKeepsKeyOrder(t *testing.T) {
 				}
 				checkOrder(t, l.succeeded(), w.want, false)
 				events, parked := svc.counts()
-				t.Logf("%d records, %d failing, %d MPFEs of which %d parked", w.total, len(w.plan), events, parked)
+				t.Logf("%d records, %d failing, %d MPFEs of which %d parked", w.total, w.failing, events, parked)
 			})
 		}
 	})
@@ -149,7 +152,7 @@ func TestOrderingGuardSurvivesRebalance(t *testing.T) {
 		e.produceWorkload(w, rng, 120, 4, 6)
 		svc := e.startService(context.Background())
 		svc.setHold(true)
-		l := newLedger(w.plan)
+		l := w.l
 		group := "rebalance-" + string(a)
 		first := e.start(e.orderedConfig(group, l, e.newOrderingStore()))
 		waitFor(t, "every head and its parked records dead-lettered", func() bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,8 @@ type guard struct {
 	keys     map[string]*guardEntry
 	size     int
 	overflow string // "overflow:topic/partition@offset" once the partition overflowed
+	// overflowAt is the offset where the partition overflowed: a record before it is a replay.
+	overflowAt int64
 	// limitAt is the offset of the record the partition halted at for the limit: its release
 	// with dead-letter may exceed the bound (the partition could not drain otherwise).
 	limitAt int64
@@ -92,7 +95,7 @@ func (e *Engine[K, V]) loadGuard(p *partition) bool {
 		if err == nil {
 			for k, v := range stored {
 				if k == guardOverflow {
-					g.overflow = string(v)
+					g.setOverflow(string(v))
 					continue
 				}
 				if len(k) == 0 || k[:1] != guardKeyPrefix {
@@ -191,8 +194,9 @@ func (e *Engine[K, V]) guarded(p *partition, msg *eh.Message) bool {
 	if msg.Key == nil {
 		return e.process(p, msg)
 	}
+	overflowed := g.overflow != "" && msg.Offset >= g.overflowAt
 	var ent *guardEntry
-	if g.overflow == "" {
+	if !overflowed {
 		if ent = g.keys[string(msg.Key)]; ent == nil {
 			return e.process(p, msg) // a dead-letter of msg creates the entry (guardDeadLetter)
 		}
@@ -200,7 +204,7 @@ func (e *Engine[K, V]) guarded(p *partition, msg *eh.Message) bool {
 	if e.filtered(msg) {
 		return e.process(p, msg) // a resend meant for another service: not ours to order
 	}
-	if g.overflow != "" {
+	if overflowed {
 		e.park(p, msg, avro.Permanent)
 		return false
 	}
@@ -289,7 +293,7 @@ func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bo
 		return true
 	}
 	parked := j.f.class.Code == avro.CodeParkedBehind && errors.Is(j.f.err, errParked)
-	if g.overflow != "" {
+	if g.overflow != "" && msg.Offset >= g.overflowAt {
 		if parked {
 			markParked(j, "", g.overflow)
 		}
@@ -373,7 +377,7 @@ func (e *Engine[K, V]) guardRoom(p *partition, msg *eh.Message, j *Job) bool {
 		if !e.saveGuardRaw(p, guardOverflow, []byte(marker)) {
 			return false
 		}
-		g.overflow = marker
+		g.setOverflow(marker)
 		e.log.Error("ordering guard full: every later record of the partition is parked until ClearOrdering",
 			"topic", p.key.Topic, "partition", p.key.Partition, "offset", msg.Offset, "entries", g.size)
 	default:
@@ -381,6 +385,16 @@ func (e *Engine[K, V]) guardRoom(p *partition, msg *eh.Message, j *Job) bool {
 		e.halt(p, msg, j.f, 0, eh.ReasonOrderingLimit)
 	}
 	return false
+}
+
+// setOverflow records the partition's overflow marker "overflow:topic/partition@offset".
+func (g *guard) setOverflow(marker string) {
+	g.overflow, g.overflowAt = marker, 0
+	if i := strings.LastIndexByte(marker, '@'); i >= 0 {
+		if off, err := strconv.ParseInt(marker[i+1:], 10, 64); err == nil {
+			g.overflowAt = off
+		}
+	}
 }
 
 // markParked adds the parked record's references to its MPFE's metadata map.
