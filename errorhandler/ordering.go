@@ -101,9 +101,16 @@ func (o *Ordering) validate(topics []string, process Policy, errorTopic string) 
 // OrderingStore keeps the ordering guard's state of each partition. Implementations must be
 // safe for concurrent use; the partitions' workers call them.
 type OrderingStore interface {
-	// Load returns the stored entries of topic's partition: each guarded key's state, as
-	// Save last wrote it (deleted keys left out).
+	// Load returns the stored records of topic's partition: each key's value as Save last
+	// wrote it (deleted keys left out).
 	Load(ctx context.Context, topic string, partition int32) (map[string][]byte, error)
-	// Save writes key's state (nil deletes it) and returns once it is durable (acks=all).
-	Save(ctx context.Context, topic string, partition int32, key, state []byte) error
+	// Save writes records, in order, and returns once all are durable (acks=all).
+	Save(ctx context.Context, topic string, partition int32, records ...OrderingRecord) error
+}
+
+// OrderingRecord is one record of an OrderingStore: a key of a partition's guard and its value
+// (nil deletes the key).
+type OrderingRecord struct {
+	Key   []byte
+	Value []byte
 }

@@ -13,8 +13,8 @@ import (
 // memStore is an OrderingStore in memory (enough for validation).
 type memStore struct{}
 
-func (memStore) Load(context.Context, string, int32) (map[string][]byte, error) { return nil, nil }
-func (memStore) Save(context.Context, string, int32, []byte, []byte) error      { return nil }
+func (memStore) Load(context.Context, string, int32) (map[string][]byte, error)  { return nil, nil }
+func (memStore) Save(context.Context, string, int32, ...eh.OrderingRecord) error { return nil }
 
 func TestOrderingValidation(t *testing.T) {
 	ok := func() eh.Config[[]byte, []byte] {

@@ -61,23 +61,32 @@ func NewOrderingStore(s Settings, topic string) (*OrderingStore, error) {
 	return o, nil
 }
 
-// Save writes key's state (nil: a tombstone) and waits for the acknowledgement.
-func (o *OrderingStore) Save(ctx context.Context, topic string, partition int32, key, state []byte) error {
-	ch := make(chan kafka.Event, 1)
-	msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &o.topic, Partition: 0},
-		Key: orderingkey.Encode(topic, partition, key), Value: state}
-	if err := o.prod.Produce(msg, ch); err != nil {
-		return fmt.Errorf("ordering store: save: %w", err)
-	}
-	select {
-	case ev := <-ch:
-		if m, ok := ev.(*kafka.Message); ok && m.TopicPartition.Error != nil {
-			return fmt.Errorf("ordering store: save: %w", m.TopicPartition.Error)
+// Save writes the records in order (a nil value: a tombstone) and waits for their
+// acknowledgements (the idempotent producer keeps their order).
+func (o *OrderingStore) Save(ctx context.Context, topic string, partition int32, records ...errorhandler.OrderingRecord) error {
+	ch := make(chan kafka.Event, len(records))
+	for _, r := range records {
+		msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &o.topic, Partition: 0},
+			Key: orderingkey.Encode(topic, partition, r.Key), Value: r.Value}
+		if err := o.prod.Produce(msg, ch); err != nil {
+			return fmt.Errorf("ordering store: save: %w", err)
 		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("ordering store: save: %w", ctx.Err())
 	}
+	var errs []error
+	for range records {
+		select {
+		case ev := <-ch:
+			if m, ok := ev.(*kafka.Message); ok && m.TopicPartition.Error != nil {
+				errs = append(errs, m.TopicPartition.Error)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("ordering store: save: %w", ctx.Err())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("ordering store: save: %w", errors.Join(errs...))
+	}
+	return nil
 }
 
 // Load reads the topic up to its end (from where the last Load stopped: the store keeps what it

@@ -58,10 +58,14 @@ func NewOrderingStore(s Settings, topic string) (*OrderingStore, error) {
 	return o, nil
 }
 
-// Save writes key's state (nil: a tombstone) and waits for the acknowledgement.
-func (o *OrderingStore) Save(ctx context.Context, topic string, partition int32, key, state []byte) error {
-	rec := &kgo.Record{Topic: o.topic, Partition: 0, Key: orderingkey.Encode(topic, partition, key), Value: state}
-	if err := o.prod.ProduceSync(ctx, rec).FirstErr(); err != nil {
+// Save writes the records in order (a nil value: a tombstone) and waits for their
+// acknowledgements.
+func (o *OrderingStore) Save(ctx context.Context, topic string, partition int32, records ...errorhandler.OrderingRecord) error {
+	recs := make([]*kgo.Record, len(records))
+	for i, r := range records {
+		recs[i] = &kgo.Record{Topic: o.topic, Partition: 0, Key: orderingkey.Encode(topic, partition, r.Key), Value: r.Value}
+	}
+	if err := o.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return fmt.Errorf("ordering store: save: %w", err)
 	}
 	return nil

@@ -370,6 +370,7 @@ func (e *Engine[K, V]) Assign(tps []TP) {
 		e.parts[tp] = p
 		go e.work(p)
 	}
+	e.awaitGuards(tps)
 }
 
 // Revoke lets go of the assigned partitions among tps (see letGo); commit is false when the

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +31,11 @@ type guardEntry struct {
 	// HeadEvent is the event id of the head's MPFE.
 	HeadEvent string `json:"e,omitempty"`
 	// Parked are the identities of the parked records, in the order they are handed over.
-	Parked []string `json:"p,omitempty"`
+	// Each is stored as a record of its own, numbered from First, so that a change writes one
+	// identity, not the list.
+	Parked []string `json:"-"`
+	// First is the number of Parked[0].
+	First int64 `json:"f,omitempty"`
 	// Through is the offset of the last record that changed the entry: a record at or below it
 	// is a replay after a crash.
 	Through int64 `json:"t"`
@@ -45,11 +50,21 @@ func (g *guardEntry) size() int {
 	return n
 }
 
-// Keys of the store's map: a guarded key, or the partition's overflow marker.
+// Keys of the store's records: a guarded key's entry ("k" + key), one parked identity of a key
+// ("p" + its 8-byte big-endian number + key), or the partition's overflow marker.
 const (
-	guardKeyPrefix = "k"
-	guardOverflow  = "o"
+	guardKeyPrefix    = "k"
+	guardParkedPrefix = "p"
+	guardOverflow     = "o"
 )
+
+// parkedKey returns the store key of a key's parked identity number n.
+func parkedKey(key string, n int64) []byte {
+	b := make([]byte, 0, 9+len(key))
+	b = append(b, guardParkedPrefix...)
+	b = binary.BigEndian.AppendUint64(b, uint64(n))
+	return append(b, key...)
+}
 
 // guard is the ordering guard of one partition. It is owned by the partition's worker (and by a
 // release, which runs while the worker is idle).
@@ -59,6 +74,7 @@ type guard struct {
 	atLimit eh.OrderingLimitPolicy
 
 	loaded   bool
+	ready    chan struct{} // closed when the first read of the store ended (see attachGuard)
 	keys     map[string]*guardEntry
 	size     int
 	overflow string // "overflow:topic/partition@offset" once the partition overflowed
@@ -77,46 +93,110 @@ type guard struct {
 	resolving atomic.Bool
 }
 
-// attachGuard gives p an ordering guard when its topic is guarded.
+// attachGuard gives p an ordering guard when its topic is guarded, and starts reading its
+// state from the store (see awaitGuards).
 func (e *Engine[K, V]) attachGuard(p *partition) {
 	o := e.cfg.Ordering
 	if !o.Guards(p.key.Topic) {
 		return
 	}
-	p.guard = &guard{store: o.Store, max: o.MaxParked, atLimit: o.AtLimit, keys: map[string]*guardEntry{}, limitAt: -1}
+	g := &guard{store: o.Store, max: o.MaxParked, atLimit: o.AtLimit, keys: map[string]*guardEntry{}, limitAt: -1, ready: make(chan struct{})}
+	p.guard = g
+	go func() {
+		defer close(g.ready)
+		ctx, cancel := context.WithTimeout(p.ctx, preloadTimeout)
+		defer cancel()
+		if err := e.tryLoadGuard(ctx, p); err != nil {
+			e.log.Warn("ordering guard: store read failed; the partition's worker retries", "topic", p.key.Topic, "partition", p.key.Partition, "error", err)
+		}
+	}()
 }
 
-// loadGuard reads p's guard state from the store, retrying with backoff until it succeeds or p
-// is let go (then it returns false and the worker stops).
+// preloadTimeout bounds the first read of the guard states of newly assigned partitions.
+const preloadTimeout = 2 * time.Second
+
+// awaitGuards waits, at most preloadTimeout, until the first reads of the guards of tps ended:
+// Assign calls it so that the partitions' records are fetched once their state is known (a
+// worker that read while its queue filled would make the poll loop wait for it).
+func (e *Engine[K, V]) awaitGuards(tps []TP) {
+	if !e.cfg.Ordering.Enabled() {
+		return
+	}
+	t := time.NewTimer(preloadTimeout)
+	defer t.Stop()
+	for _, tp := range tps {
+		p := e.parts[tp]
+		if p == nil || p.guard == nil {
+			continue
+		}
+		select {
+		case <-p.guard.ready:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// loadGuard waits for the first read of p's guard state and, if it failed, reads again with
+// backoff until it succeeds or p is let go (then it returns false and the worker stops).
 func (e *Engine[K, V]) loadGuard(p *partition) bool {
-	g := p.guard
-	for attempt := 1; ; attempt++ {
-		stored, err := g.store.Load(p.ctx, p.key.Topic, p.key.Partition)
+	select {
+	case <-p.guard.ready:
+	case <-p.quit:
+		return false
+	}
+	for attempt := 1; !p.guard.loaded; attempt++ {
+		err := e.tryLoadGuard(p.ctx, p)
 		if err == nil {
-			for k, v := range stored {
-				if k == guardOverflow {
-					g.setOverflow(string(v))
-					continue
-				}
-				if len(k) == 0 || k[:1] != guardKeyPrefix {
-					continue
-				}
-				var ent guardEntry
-				if err := json.Unmarshal(v, &ent); err != nil {
-					e.log.Error("ordering guard: unreadable stored entry dropped", "topic", p.key.Topic, "partition", p.key.Partition, "error", err)
-					continue
-				}
-				g.keys[k[1:]] = &ent
-				g.size += ent.size()
-			}
-			g.loaded = true
-			e.log.Info("ordering guard loaded", "topic", p.key.Topic, "partition", p.key.Partition, "keys", len(g.keys), "entries", g.size, "overflow", g.overflow)
 			return true
 		}
 		if !e.guardWait(p, attempt, "load", err) {
 			return false
 		}
 	}
+	return true
+}
+
+// tryLoadGuard reads p's guard state from the store once.
+func (e *Engine[K, V]) tryLoadGuard(ctx context.Context, p *partition) error {
+	g := p.guard
+	stored, err := g.store.Load(ctx, p.key.Topic, p.key.Partition)
+	if err != nil {
+		return err
+	}
+	parked := map[string]map[int64]string{}
+	for k, v := range stored {
+		switch {
+		case k == guardOverflow:
+			g.setOverflow(string(v))
+		case len(k) >= 9 && k[:1] == guardParkedPrefix:
+			key, n := k[9:], int64(binary.BigEndian.Uint64([]byte(k[1:9])))
+			if parked[key] == nil {
+				parked[key] = map[int64]string{}
+			}
+			parked[key][n] = string(v)
+		case len(k) >= 1 && k[:1] == guardKeyPrefix:
+			var ent guardEntry
+			if err := json.Unmarshal(v, &ent); err != nil {
+				e.log.Error("ordering guard: unreadable stored entry dropped", "topic", p.key.Topic, "partition", p.key.Partition, "error", err)
+				continue
+			}
+			g.keys[k[1:]] = &ent
+		}
+	}
+	for key, ent := range g.keys {
+		for n := ent.First; ; n++ {
+			id, ok := parked[key][n]
+			if !ok {
+				break
+			}
+			ent.Parked = append(ent.Parked, id)
+		}
+		g.size += ent.size()
+	}
+	g.loaded = true
+	e.log.Info("ordering guard loaded", "topic", p.key.Topic, "partition", p.key.Partition, "keys", len(g.keys), "entries", g.size, "overflow", g.overflow)
+	return nil
 }
 
 // guardWait logs a failed store call and waits before the next attempt; false when p is let go.
@@ -137,19 +217,21 @@ func (e *Engine[K, V]) guardWait(p *partition, attempt int, op string, err error
 	return false
 }
 
-// saveGuard writes key's entry (nil: deleted) and waits until the store acknowledged it. It
-// returns false when p was let go first.
-func (e *Engine[K, V]) saveGuard(p *partition, storeKey string, ent *guardEntry) bool {
-	var val []byte
-	if ent != nil {
-		val, _ = json.Marshal(ent) // strings and an int64: cannot fail
+// saveKey stores key's entry after the records of extra (its parked identities added or
+// removed): the entry itself, or its deletion when it is empty. It waits until the store
+// acknowledged them and returns false when p was let go first.
+func (e *Engine[K, V]) saveKey(p *partition, key string, ent *guardEntry, extra ...eh.OrderingRecord) bool {
+	rec := eh.OrderingRecord{Key: []byte(guardKeyPrefix + key)}
+	if ent != nil && ent.size() > 0 {
+		rec.Value, _ = json.Marshal(ent) // strings and integers: cannot fail
 	}
-	return e.saveGuardRaw(p, storeKey, val)
+	return e.saveRecords(p, append(extra, rec)...)
 }
 
-func (e *Engine[K, V]) saveGuardRaw(p *partition, storeKey string, val []byte) bool {
+// saveRecords writes recs to p's store, retrying until they are acknowledged or p is let go.
+func (e *Engine[K, V]) saveRecords(p *partition, recs ...eh.OrderingRecord) bool {
 	for attempt := 1; ; attempt++ {
-		err := p.guard.store.Save(p.ctx, p.key.Topic, p.key.Partition, []byte(storeKey), val)
+		err := p.guard.store.Save(p.ctx, p.key.Topic, p.key.Partition, recs...)
 		if err == nil {
 			return true
 		}
@@ -157,6 +239,14 @@ func (e *Engine[K, V]) saveGuardRaw(p *partition, storeKey string, val []byte) b
 			return false
 		}
 	}
+}
+
+// popParked removes ent's first parked identity and returns the store record that deletes it.
+func popParked(key string, ent *guardEntry) eh.OrderingRecord {
+	rec := eh.OrderingRecord{Key: parkedKey(key, ent.First)}
+	ent.Parked = ent.Parked[1:]
+	ent.First++
+	return rec
 }
 
 // handle handles one record, through the ordering guard when p has one.
@@ -230,13 +320,16 @@ func (e *Engine[K, V]) guarded(p *partition, msg *eh.Message) bool {
 	switch {
 	case ent.Head != "" && id == ent.Head:
 		// The head's resend: hand it over; success resolves the head.
-		return e.handOver(p, msg, ent, func() { ent.Head = ""; g.size-- })
+		return e.handOver(p, msg, ent, func() []eh.OrderingRecord { ent.Head = ""; g.size--; return nil })
 	case ent.Head == "" && len(ent.Parked) > 0 && id == ent.Parked[0]:
 		// The next parked record's resend.
-		return e.handOver(p, msg, ent, func() { ent.Parked = ent.Parked[1:]; g.size-- })
+		return e.handOver(p, msg, ent, func() []eh.OrderingRecord {
+			g.size--
+			return []eh.OrderingRecord{popParked(string(msg.Key), ent)}
+		})
 	case ent.Head == "" && len(ent.Parked) == 0:
 		// Released by the header above, nothing parked: the key is free.
-		return e.handOver(p, msg, ent, func() {})
+		return e.handOver(p, msg, ent, func() []eh.OrderingRecord { return nil })
 	}
 	temporality := avro.Permanent
 	if ent.Head == "" {
@@ -249,7 +342,7 @@ func (e *Engine[K, V]) guarded(p *partition, msg *eh.Message) bool {
 // handOver hands msg, a record of a guarded key, to the handler; on success resolved updates
 // ent, and the entry is stored (deleted when nothing is left) before msg's offset may be
 // committed. A failure is dead-lettered by process, and guardDeadLetter updates ent.
-func (e *Engine[K, V]) handOver(p *partition, msg *eh.Message, ent *guardEntry, resolved func()) bool {
+func (e *Engine[K, V]) handOver(p *partition, msg *eh.Message, ent *guardEntry, resolved func() []eh.OrderingRecord) bool {
 	hold := &offsetSlot{offset: msg.Offset, p: p}
 	p.mu.Lock()
 	p.track.add(hold)
@@ -257,15 +350,13 @@ func (e *Engine[K, V]) handOver(p *partition, msg *eh.Message, ent *guardEntry, 
 	ok := e.process(p, msg)
 	saved := true
 	if ok {
-		resolved()
+		extra := resolved()
 		ent.Through = msg.Offset
 		key := string(msg.Key)
 		if ent.size() == 0 {
 			delete(p.guard.keys, key)
-			saved = e.saveGuard(p, guardKeyPrefix+key, nil)
-		} else {
-			saved = e.saveGuard(p, guardKeyPrefix+key, ent)
 		}
+		saved = e.saveKey(p, key, ent, extra...)
 	}
 	p.mu.Lock()
 	if saved {
@@ -308,6 +399,7 @@ func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bo
 		return true // a replay: the state is stored already
 	}
 	id := e.identity(msg)
+	var extra []eh.OrderingRecord
 	switch {
 	case ent == nil && !parked:
 		// A new head.
@@ -323,7 +415,7 @@ func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bo
 		// The head's resend failed again: it stays the head.
 	case !parked && ent.Head == "" && len(ent.Parked) > 0 && id == ent.Parked[0]:
 		// The next parked record failed: it becomes the head.
-		ent.Parked = ent.Parked[1:]
+		extra = append(extra, popParked(key, ent))
 		ent.Head = id
 	default:
 		if !parked {
@@ -340,6 +432,7 @@ func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bo
 				}
 				return false
 			}
+			extra = append(extra, eh.OrderingRecord{Key: parkedKey(key, ent.First+int64(len(ent.Parked))), Value: []byte(id)})
 			ent.Parked = append(ent.Parked, id)
 			g.size++
 		}
@@ -348,7 +441,7 @@ func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bo
 		ent.HeadEvent = j.ev.Identity.EventID
 	}
 	ent.Through = msg.Offset
-	return e.saveGuard(p, guardKeyPrefix+key, ent)
+	return e.saveKey(p, key, ent, extra...)
 }
 
 // headRef is the head reference of ent's parked records: the head, or, once it was resolved,
@@ -374,7 +467,7 @@ func (e *Engine[K, V]) guardRoom(p *partition, msg *eh.Message, j *Job) bool {
 	switch g.atLimit {
 	case eh.OrderingParkAll:
 		marker := fmt.Sprintf("overflow:%s/%d@%d", p.key.Topic, p.key.Partition, msg.Offset)
-		if !e.saveGuardRaw(p, guardOverflow, []byte(marker)) {
+		if !e.saveRecords(p, eh.OrderingRecord{Key: []byte(guardOverflow), Value: []byte(marker)}) {
 			return false
 		}
 		g.setOverflow(marker)
@@ -412,13 +505,17 @@ func markParked(j *Job, headEvent, head string) {
 // clearGuard drops p's guard state, in the store too (ClearOrdering).
 func (e *Engine[K, V]) clearGuard(p *partition) {
 	g := p.guard
-	for key := range g.keys {
-		if !e.saveGuard(p, guardKeyPrefix+key, nil) {
+	for key, ent := range g.keys {
+		var extra []eh.OrderingRecord
+		for len(ent.Parked) > 0 {
+			extra = append(extra, popParked(key, ent))
+		}
+		if !e.saveKey(p, key, nil, extra...) {
 			return
 		}
 		delete(g.keys, key)
 	}
-	if g.overflow != "" && !e.saveGuardRaw(p, guardOverflow, nil) {
+	if g.overflow != "" && !e.saveRecords(p, eh.OrderingRecord{Key: []byte(guardOverflow)}) {
 		return
 	}
 	g.overflow, g.size = "", 0
@@ -442,14 +539,10 @@ func (e *Engine[K, V]) resolveHeads(p *partition) {
 		head := ent.Head
 		ent.Head = ""
 		g.size--
-		var saved bool
 		if ent.size() == 0 {
 			delete(g.keys, key)
-			saved = e.saveGuard(p, guardKeyPrefix+key, nil)
-		} else {
-			saved = e.saveGuard(p, guardKeyPrefix+key, ent)
 		}
-		if !saved {
+		if !e.saveKey(p, key, ent) {
 			return // let go: the next owner loads the stored state
 		}
 		e.log.Info("ordering guard: head resolved by an operator; its parked records are handed over when they are resent",
