@@ -84,6 +84,8 @@ type guard struct {
 	// with dead-letter may exceed the bound (the partition could not drain otherwise).
 	limitAt int64
 
+	writer guardWriter
+
 	// clear is set by ClearOrdering: the worker drops the partition's guard state.
 	clear atomic.Bool
 	// resolve holds the keys whose head an operator resolved (ResolveOrdering), applied by the
@@ -217,27 +219,31 @@ func (e *Engine[K, V]) guardWait(p *partition, attempt int, op string, err error
 	return false
 }
 
-// saveKey stores key's entry after the records of extra (its parked identities added or
-// removed): the entry itself, or its deletion when it is empty. It waits until the store
-// acknowledged them and returns false when p was let go first.
-func (e *Engine[K, V]) saveKey(p *partition, key string, ent *guardEntry, extra ...eh.OrderingRecord) bool {
+// saveKey queues key's entry for the store after the records of extra (its parked identities
+// added or removed): the entry itself, or its deletion when it is empty. done (optional) runs
+// once they are acknowledged (see guardWriter).
+func (e *Engine[K, V]) saveKey(p *partition, key string, ent *guardEntry, done func(), extra ...eh.OrderingRecord) {
 	rec := eh.OrderingRecord{Key: []byte(guardKeyPrefix + key)}
 	if ent != nil && ent.size() > 0 {
 		rec.Value, _ = json.Marshal(ent) // strings and integers: cannot fail
 	}
-	return e.saveRecords(p, append(extra, rec)...)
+	e.enqueueSave(p, append(extra, rec), done)
 }
 
-// saveRecords writes recs to p's store, retrying until they are acknowledged or p is let go.
-func (e *Engine[K, V]) saveRecords(p *partition, recs ...eh.OrderingRecord) bool {
-	for attempt := 1; ; attempt++ {
-		err := p.guard.store.Save(p.ctx, p.key.Topic, p.key.Partition, recs...)
-		if err == nil {
-			return true
-		}
-		if !e.guardWait(p, attempt, "write", err) {
-			return false
-		}
+// guardRetryWait waits before writing the guard's changes again; false when p was dropped.
+func (e *Engine[K, V]) guardRetryWait(p *partition, attempt int, err error) bool {
+	if ok, n := e.throttle.allow("ordering:" + p.key.Topic); ok {
+		e.log.Warn("ordering guard: store write failed; retrying, the records it concerns stay uncommitted", "topic", p.key.Topic,
+			"partition", p.key.Partition, "attempt", attempt, "error", err, "suppressed", n)
+	}
+	delay := min(e.cfg.DeadLetter.RetryBackoff<<min(attempt-1, 10), e.cfg.DeadLetter.MaxRetryBackoff)
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.ctx.Done():
+		return false
 	}
 }
 
@@ -341,31 +347,26 @@ func (e *Engine[K, V]) guarded(p *partition, msg *eh.Message) bool {
 
 // handOver hands msg, a record of a guarded key, to the handler; on success resolved updates
 // ent, and the entry is stored (deleted when nothing is left) before msg's offset may be
-// committed. A failure is dead-lettered by process, and guardDeadLetter updates ent.
+// committed (a slot holds it). A failure is dead-lettered by process, and guardDeadLetter
+// updates ent.
 func (e *Engine[K, V]) handOver(p *partition, msg *eh.Message, ent *guardEntry, resolved func() []eh.OrderingRecord) bool {
 	hold := &offsetSlot{offset: msg.Offset, p: p}
 	p.mu.Lock()
 	p.track.add(hold)
 	p.mu.Unlock()
 	ok := e.process(p, msg)
-	saved := true
-	if ok {
-		extra := resolved()
-		ent.Through = msg.Offset
-		key := string(msg.Key)
-		if ent.size() == 0 {
-			delete(p.guard.keys, key)
-		}
-		saved = e.saveKey(p, key, ent, extra...)
+	if !ok {
+		finishHold(hold) // a failure's own slot (and its guard change) holds the offset
+		return false
 	}
-	p.mu.Lock()
-	if saved {
-		p.track.finish(hold)
+	extra := resolved()
+	ent.Through = msg.Offset
+	key := string(msg.Key)
+	if ent.size() == 0 {
+		delete(p.guard.keys, key)
 	}
-	// else: let go before the state was stored; the record stays uncommitted (the slot stays
-	// in flight until the partition is dropped).
-	p.mu.Unlock()
-	return ok
+	e.saveKey(p, key, ent, func() { finishHold(hold) }, extra...)
+	return true
 }
 
 // park dead-letters msg as parked behind its key's head (guardDeadLetter adds the references).
@@ -375,9 +376,10 @@ func (e *Engine[K, V]) park(p *partition, msg *eh.Message, temporality avro.Temp
 		class: eh.Classification{Temporality: temporality, Code: avro.CodeParkedBehind}}, 0)
 }
 
-// guardDeadLetter updates p's guard for msg, about to be dead-lettered as j, and stores the
-// change. It returns false when msg must not be dead-lettered: the partition halted at the
-// limit, or was let go before the change was stored (msg stays uncommitted).
+// guardDeadLetter updates p's guard for msg, about to be dead-lettered as j. It returns true
+// when deadLetter goes on as usual (nothing to store); false when it took over (the change is
+// queued for the store and the MPFE is produced once it is stored), or when msg must not be
+// dead-lettered (the partition halted at the limit).
 func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bool {
 	g := p.guard
 	if msg.Key == nil || !g.loaded {
@@ -388,7 +390,7 @@ func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bo
 		if parked {
 			markParked(j, "", g.overflow)
 		}
-		return true
+		return e.afterStored(p, msg, j, nil) // behind the overflow marker's write
 	}
 	key := string(msg.Key)
 	ent := g.keys[key]
@@ -404,7 +406,10 @@ func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bo
 	case ent == nil && !parked:
 		// A new head.
 		if !e.guardRoom(p, msg, j) {
-			return g.overflow != "" // overflowed: dead-lettered as it is, untracked
+			if g.overflow != "" { // overflowed: dead-lettered as it is, untracked
+				return e.afterStored(p, msg, j, nil)
+			}
+			return false
 		}
 		ent = &guardEntry{Head: id}
 		g.keys[key] = ent
@@ -428,7 +433,7 @@ func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bo
 			if !e.guardRoom(p, msg, j) {
 				if g.overflow != "" {
 					markParked(j, "", g.overflow)
-					return true
+					return e.afterStored(p, msg, j, nil)
 				}
 				return false
 			}
@@ -441,7 +446,24 @@ func (e *Engine[K, V]) guardDeadLetter(p *partition, msg *eh.Message, j *Job) bo
 		ent.HeadEvent = j.ev.Identity.EventID
 	}
 	ent.Through = msg.Offset
-	return e.saveKey(p, key, ent, extra...)
+	rec := eh.OrderingRecord{Key: []byte(guardKeyPrefix + key)}
+	if ent.size() > 0 {
+		rec.Value, _ = json.Marshal(ent) // strings and integers: cannot fail
+	}
+	return e.afterStored(p, msg, j, append(extra, rec))
+}
+
+// afterStored dead-letters msg as j once recs (and every change queued before them) are
+// stored: the MPFE is produced then, and the record's offset is held by the MPFE's slot until
+// both are acknowledged. It returns false: deadLetter leaves the rest to it.
+func (e *Engine[K, V]) afterStored(p *partition, msg *eh.Message, j *Job, recs []eh.OrderingRecord) bool {
+	s := j.sink.(*offsetSlot)
+	p.mu.Lock()
+	p.track.add(s)
+	p.mu.Unlock()
+	p.next.Store(msg.Offset + 1) // after the slot is queued: see offsetTracker
+	e.enqueueSave(p, recs, func() { e.dl.submit(j) })
+	return false
 }
 
 // headRef is the head reference of ent's parked records: the head, or, once it was resolved,
@@ -467,9 +489,7 @@ func (e *Engine[K, V]) guardRoom(p *partition, msg *eh.Message, j *Job) bool {
 	switch g.atLimit {
 	case eh.OrderingParkAll:
 		marker := fmt.Sprintf("overflow:%s/%d@%d", p.key.Topic, p.key.Partition, msg.Offset)
-		if !e.saveRecords(p, eh.OrderingRecord{Key: []byte(guardOverflow), Value: []byte(marker)}) {
-			return false
-		}
+		e.enqueueSave(p, []eh.OrderingRecord{{Key: []byte(guardOverflow), Value: []byte(marker)}}, nil)
 		g.setOverflow(marker)
 		e.log.Error("ordering guard full: every later record of the partition is parked until ClearOrdering",
 			"topic", p.key.Topic, "partition", p.key.Partition, "offset", msg.Offset, "entries", g.size)
@@ -510,13 +530,11 @@ func (e *Engine[K, V]) clearGuard(p *partition) {
 		for len(ent.Parked) > 0 {
 			extra = append(extra, popParked(key, ent))
 		}
-		if !e.saveKey(p, key, nil, extra...) {
-			return
-		}
+		e.saveKey(p, key, nil, nil, extra...)
 		delete(g.keys, key)
 	}
-	if g.overflow != "" && !e.saveRecords(p, eh.OrderingRecord{Key: []byte(guardOverflow)}) {
-		return
+	if g.overflow != "" {
+		e.enqueueSave(p, []eh.OrderingRecord{{Key: []byte(guardOverflow)}}, nil)
 	}
 	g.overflow, g.size = "", 0
 	e.log.Info("ordering guard cleared", "topic", p.key.Topic, "partition", p.key.Partition)
@@ -542,9 +560,7 @@ func (e *Engine[K, V]) resolveHeads(p *partition) {
 		if ent.size() == 0 {
 			delete(g.keys, key)
 		}
-		if !e.saveKey(p, key, ent) {
-			return // let go: the next owner loads the stored state
-		}
+		e.saveKey(p, key, ent, nil)
 		e.log.Info("ordering guard: head resolved by an operator; its parked records are handed over when they are resent",
 			"topic", p.key.Topic, "partition", p.key.Partition, "head", head, "parked", len(ent.Parked))
 	}
