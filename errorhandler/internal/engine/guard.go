@@ -287,8 +287,8 @@ func (e *Engine[K, V]) guarded(p *partition, msg *eh.Message) bool {
 	if g.resolving.Load() {
 		e.resolveHeads(p)
 	}
-	if msg.Key == nil {
-		return e.process(p, msg)
+	if msg.Key == nil || (len(g.keys) == 0 && g.overflow == "") {
+		return e.process(p, msg) // nothing parked: the happy path costs no lookup
 	}
 	overflowed := g.overflow != "" && msg.Offset >= g.overflowAt
 	var ent *guardEntry
