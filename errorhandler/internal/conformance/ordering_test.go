@@ -109,6 +109,9 @@ func TestOrderingGuardParksBehindTheHead(t *testing.T) {
 		s := e.start(e.orderedConfig("parks-"+string(a), l, e.newOrderingStore()))
 		evs := e.mpfes(3)
 		waitFor(t, "the other key handed over", func() bool { return len(l.succeeded()["b"]) == 2 })
+		waitFor(t, "the guard's gauge at the head and its 2 parked records", func() bool {
+			return metricValue(e.reg, "redrive_errorhandler_ordering_entries", map[string]string{"topic": testTopic, "partition": "0"}) == 3
+		})
 		if err := s.stop(); err != nil {
 			t.Fatal(err)
 		}

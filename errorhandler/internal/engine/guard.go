@@ -13,8 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/redrive/redrive/avro"
 	eh "github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/internal/promreg"
 )
 
 // errParked is the error of a record the ordering guard parked.
@@ -85,6 +88,8 @@ type guard struct {
 	limitAt int64
 
 	writer guardWriter
+	// gauge is redrive_errorhandler_ordering_entries (nil when it cannot be registered).
+	gauge *prometheus.GaugeVec
 
 	// clear is set by ClearOrdering: the worker drops the partition's guard state.
 	clear atomic.Bool
@@ -103,6 +108,7 @@ func (e *Engine[K, V]) attachGuard(p *partition) {
 		return
 	}
 	g := &guard{store: o.Store, max: o.MaxParked, atLimit: o.AtLimit, keys: map[string]*guardEntry{}, limitAt: -1, ready: make(chan struct{})}
+	g.gauge = e.guardGauge()
 	p.guard = g
 	go func() {
 		defer close(g.ready)
@@ -112,6 +118,38 @@ func (e *Engine[K, V]) attachGuard(p *partition) {
 			e.log.Warn("ordering guard: store read failed; the partition's worker retries", "topic", p.key.Topic, "partition", p.key.Partition, "error", err)
 		}
 	}()
+}
+
+// guardGauge returns the gauge of the guards' entries, registered on the configured registry
+// (shared with other runners there), or nil when that fails.
+func (e *Engine[K, V]) guardGauge() *prometheus.GaugeVec {
+	if e.cfg.Metrics == nil {
+		return nil
+	}
+	set := promreg.New(e.cfg.Metrics)
+	g := promreg.Register(set, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "redrive", Subsystem: "errorhandler", Name: "ordering_entries",
+		Help: "Entries of a partition's ordering guard: unresolved heads and parked records, by topic and partition.",
+	}, []string{"topic", "partition"}))
+	if err := set.Err(); err != nil {
+		e.log.Warn("ordering guard: cannot register its gauge", "error", err)
+		return nil
+	}
+	return g
+}
+
+// reportSize sets p's gauge to its guard's entries.
+func (g *guard) reportSize(p *partition) {
+	if g.gauge != nil {
+		g.gauge.WithLabelValues(p.key.Topic, partitionLabel(p.key.Partition)).Set(float64(g.size))
+	}
+}
+
+// dropGuard removes p's gauge when p is let go.
+func (e *Engine[K, V]) dropGuard(p *partition) {
+	if p.guard != nil && p.guard.gauge != nil {
+		p.guard.gauge.DeleteLabelValues(p.key.Topic, partitionLabel(p.key.Partition))
+	}
 }
 
 // preloadTimeout bounds the first read of the guard states of newly assigned partitions.
@@ -197,6 +235,7 @@ func (e *Engine[K, V]) tryLoadGuard(ctx context.Context, p *partition) error {
 		g.size += ent.size()
 	}
 	g.loaded = true
+	g.reportSize(p)
 	e.log.Info("ordering guard loaded", "topic", p.key.Topic, "partition", p.key.Partition, "keys", len(g.keys), "entries", g.size, "overflow", g.overflow)
 	return nil
 }

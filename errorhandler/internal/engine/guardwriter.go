@@ -24,6 +24,7 @@ type guardSave struct {
 
 // enqueueSave queues recs for p's store; done (optional) runs once they are acknowledged.
 func (e *Engine[K, V]) enqueueSave(p *partition, recs []eh.OrderingRecord, done func()) {
+	p.guard.reportSize(p) // every change of the guard is saved: its size is current here
 	w := &p.guard.writer
 	w.mu.Lock()
 	w.queue = append(w.queue, guardSave{recs: recs, done: done})
