@@ -42,6 +42,18 @@ type guardEntry struct {
 	// Through is the offset of the last record that changed the entry: a record at or below it
 	// is a replay after a crash.
 	Through int64 `json:"t"`
+	// handed are the identities handed over while the entry lived (its resolved heads and
+	// released records), kept in memory only: a second resend of one of them (the service
+	// resent it twice) is dropped instead of being parked and handed over out of order.
+	handed map[string]struct{} `json:"-"`
+}
+
+// markHanded notes that id was handed over.
+func (g *guardEntry) markHanded(id string) {
+	if g.handed == nil {
+		g.handed = map[string]struct{}{}
+	}
+	g.handed[id] = struct{}{}
 }
 
 // size is the number of guard entries e takes: its head and each parked record.
@@ -362,14 +374,25 @@ func (e *Engine[K, V]) guarded(p *partition, msg *eh.Message) bool {
 		ent.Head, ent.HeadEvent = "", ""
 		g.size--
 	}
+	if _, dup := ent.handed[id]; dup {
+		// The same resend again: its record was handed over already.
+		e.met.failure(string(eh.PhaseProcess), eh.OutcomeSkipped, p.key.Topic)
+		if ok, n := e.throttle.allow("ordering-dup:" + p.key.Topic); ok {
+			e.log.Warn("ordering guard: a resend of a record already handed over was dropped", "topic", p.key.Topic,
+				"partition", p.key.Partition, "offset", msg.Offset, "identity", id, "suppressed", n)
+		}
+		p.next.Store(msg.Offset + 1)
+		return false
+	}
 	switch {
 	case ent.Head != "" && id == ent.Head:
 		// The head's resend: hand it over; success resolves the head.
-		return e.handOver(p, msg, ent, func() []eh.OrderingRecord { ent.Head = ""; g.size--; return nil })
+		return e.handOver(p, msg, ent, func() []eh.OrderingRecord { ent.Head = ""; g.size--; ent.markHanded(id); return nil })
 	case ent.Head == "" && len(ent.Parked) > 0 && id == ent.Parked[0]:
 		// The next parked record's resend.
 		return e.handOver(p, msg, ent, func() []eh.OrderingRecord {
 			g.size--
+			ent.markHanded(id)
 			return []eh.OrderingRecord{popParked(string(msg.Key), ent)}
 		})
 	case ent.Head == "" && len(ent.Parked) == 0:

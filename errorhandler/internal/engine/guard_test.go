@@ -257,3 +257,18 @@ func TestGuardOutOfOrderWhileReleasing(t *testing.T) {
 		t.Errorf("%d keys still guarded after the chain", n)
 	}
 }
+
+// TestGuardDropsDuplicateResends: a second resend of a record already handed over during the
+// release (the service resent it twice) is dropped, not parked and handed over again later.
+func TestGuardDropsDuplicateResends(t *testing.T) {
+	g := newGuardedEngine(t, &memOrderingStore{}, "t/0/0")
+	g.feed(0, [2]string{"a", "t/0/0"}, [2]string{"a", "t/0/1"}, [2]string{"a", "t/0/2"})
+	g.feed(3, [2]string{"a", "t/0/0"}, [2]string{"a", "t/0/1"}, [2]string{"a", "t/0/0"}, [2]string{"a", "t/0/1"}, [2]string{"a", "t/0/2"})
+	g.settled(t)
+	if got, want := g.handled(), []string{"t/0/0", "t/0/1", "t/0/2"}; !slices.Equal(got, want) {
+		t.Errorf("handled %v, want %v", got, want)
+	}
+	if offs, _ := g.prod.produced(); !slices.Equal(offs, []int64{0, 1, 2}) {
+		t.Errorf("dead-lettered %v, want the head and its 2 parked records only", offs)
+	}
+}
