@@ -201,6 +201,10 @@ type service struct {
 	events int
 	hold   bool // while set, nothing is resent
 	resent int
+	// budget, when positive, is how many more records this instance resends before it dies in
+	// the middle of a chain (nothing more is resent); 0 means no limit.
+	budget int
+	dead   bool
 }
 
 func (e *env) startService(ctx context.Context) *service {
@@ -287,7 +291,7 @@ func (s *service) resendLoop(ctx context.Context) {
 // round resends the due rows: a head followed by its chain, or a due parked row alone.
 func (s *service) round(ctx context.Context) {
 	s.mu.Lock()
-	if s.hold {
+	if s.hold || s.dead {
 		s.mu.Unlock()
 		return
 	}
@@ -316,16 +320,46 @@ func (s *service) round(ctx context.Context) {
 		batches = append(batches, batch)
 	}
 	s.resent += len(batches)
+	budget := s.budget
 	s.mu.Unlock()
 	for _, b := range batches {
 		recs := make([]*kgo.Record, len(b))
 		for i, r := range b {
 			recs[i] = resendRecord(r)
 		}
+		if budget > 0 {
+			if len(recs) >= budget {
+				recs = recs[:budget]
+				s.mu.Lock()
+				s.dead = true // killed in the middle of this chain
+				s.mu.Unlock()
+			}
+			budget -= len(recs)
+			s.mu.Lock()
+			s.budget = max(budget, 1)
+			s.mu.Unlock()
+		}
 		if err := s.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil && ctx.Err() == nil {
 			s.t.Errorf("resend: %v", err)
 		}
+		if s.isDead() {
+			return
+		}
 	}
+}
+
+// isDead reports whether the instance died in the middle of a chain.
+func (s *service) isDead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead
+}
+
+// dieAfter makes the instance die after resending n more records.
+func (s *service) dieAfter(n int) {
+	s.mu.Lock()
+	s.budget = n
+	s.mu.Unlock()
 }
 
 // resendRecord is r's original record as the service resends it.

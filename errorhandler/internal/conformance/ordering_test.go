@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -289,8 +290,9 @@ func TestOrderingGuardParksAllAtTheLimit(t *testing.T) {
 const envOrderingChild = "EH_ORDERING_CHILD"
 
 // TestOrderingGuardKillDuringRelease kills a consumer process (SIGKILL) in the middle of a
-// release: the head's resend and the first parked record were handed over, the handler is busy
-// with the second when the process dies, nothing was ever committed. Its successor replays the
+// release: the head's resend and the first parked record were handed over (and the guard's
+// state says so), the handler is busy with the second when the process dies, nothing was ever
+// committed. Its successor replays the
 // partition from the start with the stored guard state: it does not hand over what was handed
 // over already, parks nothing twice, and hands the rest of the chain over in order.
 func TestOrderingGuardKillDuringRelease(t *testing.T) {
@@ -323,6 +325,17 @@ func TestOrderingGuardKillDuringRelease(t *testing.T) {
 			default:
 			}
 			return strings.Contains(out.String(), "BUSY orders/0/3")
+		})
+		// The guard writes in the background: kill once the release so far is stored (the head
+		// resolved, the first parked record popped), as a crash after its acknowledgement.
+		st := e.newOrderingStore()
+		waitFor(t, "the child's release so far stored", func() bool {
+			m, err := st.Load(context.Background(), testTopic, 0)
+			var ent struct {
+				Head  string `json:"h"`
+				First int64  `json:"f"`
+			}
+			return err == nil && json.Unmarshal(m["ka"], &ent) == nil && ent.Head == "" && ent.First == 1
 		})
 		if err := child.Process.Kill(); err != nil {
 			t.Fatal(err)
@@ -478,5 +491,40 @@ func TestOrderingGuardOperatorResolvesHead(t *testing.T) {
 			"a": {"orders/0/1", "orders/0/3", "orders/0/4"},
 			"b": {"orders/0/2"},
 		}, false)
+	})
+}
+
+// TestOrderingGuardServiceDiesMidRelease: the service dies in the middle of resending a chain
+// (the head and part of its parked records resent); a new instance rebuilds its state from the
+// error topic and resends every failure again, the ones resent already included. The consumer
+// drops the second resends of what it handed over while the key is guarded, and every key's
+// records are handed over in offset order (a key already free may see a second resend again:
+// at least once).
+func TestOrderingGuardServiceDiesMidRelease(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, a adapter) {
+		e := newEnv(t, a, 1)
+		e.k.CreateTopic(t, testStateTopic, 1)
+		rng := rand.New(rand.NewPCG(11, 24))
+		w := newWorkload(4)
+		e.produceWorkload(w, rng, 60, 1, 10)
+		ctx, cancel := context.WithCancel(context.Background())
+		first := e.startService(ctx)
+		first.setHold(true)
+		l := w.l
+		s := e.start(e.orderedConfig("service-dies-"+string(a), l, e.newOrderingStore()))
+		waitFor(t, "every record handed over or dead-lettered", func() bool {
+			ev, _ := first.counts()
+			return l.distinctOK()+ev >= w.total && ev > 0
+		})
+		first.dieAfter(3)
+		first.setHold(false)
+		waitFor(t, "the first instance dead in the middle of a chain", first.isDead)
+		cancel()
+		e.startService(context.Background())
+		waitFor(t, "every record handled", func() bool { return l.distinctOK() == w.total })
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		checkOrder(t, l.succeeded(), w.want, true)
 	})
 }
