@@ -49,17 +49,17 @@ type guardEntry struct {
 }
 
 // markHanded notes that id was handed over.
-func (g *guardEntry) markHanded(id string) {
-	if g.handed == nil {
-		g.handed = map[string]struct{}{}
+func (ent *guardEntry) markHanded(id string) {
+	if ent.handed == nil {
+		ent.handed = map[string]struct{}{}
 	}
-	g.handed[id] = struct{}{}
+	ent.handed[id] = struct{}{}
 }
 
-// size is the number of guard entries e takes: its head and each parked record.
-func (g *guardEntry) size() int {
-	n := len(g.Parked)
-	if g.Head != "" {
+// size is the number of the guard's entries ent takes: its head and each parked record.
+func (ent *guardEntry) size() int {
+	n := len(ent.Parked)
+	if ent.Head != "" {
 		n++
 	}
 	return n
