@@ -188,6 +188,8 @@ type Config[K, V any] struct {
 	// failures in a row, instead of skipping or dead-lettering them all. Defaults to 100;
 	// a negative value disables the guard.
 	FloodThreshold int
+	// Ordering turns on the per-key ordering guard for some topics. Off by default.
+	Ordering Ordering
 
 	// DeadLetter configures the MPFEs, used by the DeadLetter policy and by operator releases
 	// with action dead-letter. Leave ErrorTopic empty to run without one (then no policy may be
@@ -248,6 +250,7 @@ func (c *Config[K, V]) SetDefaults() error {
 	if c.Retry.Attempts < 0 || c.Retry.Backoff < 0 || c.Retry.MaxBackoff < 0 {
 		errs = append(errs, errors.New("Retry.Attempts, Retry.Backoff and Retry.MaxBackoff must not be negative"))
 	}
+	errs = append(errs, c.Ordering.validate(c.Topics, c.ProcessPolicy, c.DeadLetter.ErrorTopic)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("invalid config: %w", errors.Join(errs...))
 	}

@@ -60,7 +60,8 @@ type HaltedPartition struct {
 	Offset int64 `json:"offset"`
 	// Phase is the phase the record failed in: decode or process.
 	Phase Phase `json:"phase"`
-	// Reason is "failure" (the Fail policy) or "flood" (the flood guard).
+	// Reason is "failure" (the Fail policy), "flood" (the flood guard) or "ordering-limit" (the
+	// ordering guard is full, see Ordering.AtLimit).
 	Reason string `json:"reason"`
 	// Code is the failure's error code.
 	Code string `json:"code"`

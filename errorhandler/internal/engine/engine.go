@@ -366,9 +366,11 @@ func (e *Engine[K, V]) Assign(tps []TP) {
 			continue
 		}
 		p := newPartition(tp, e.met, e.sig)
+		e.attachGuard(p)
 		e.parts[tp] = p
 		go e.work(p)
 	}
+	e.awaitGuards(tps)
 }
 
 // Revoke lets go of the assigned partitions among tps (see letGo); commit is false when the

@@ -74,6 +74,7 @@ func (r *Engine[K, V]) letGo(c Consumer, parts []*partition, commit bool) int {
 			r.flows--
 		}
 		r.met.consecutive.DeleteLabelValues(p.key.Topic, partitionLabel(p.key.Partition))
+		r.dropGuard(p)
 	}
 	r.partsMu.Unlock()
 	if givenUp > 0 {

@@ -82,6 +82,8 @@ type partition struct {
 
 	sig *runnerSignals
 
+	guard *guard // the ordering guard, on a guarded topic; owned by the worker
+
 	handled      prometheus.Counter
 	retried      prometheus.Counter
 	consecGauge  prometheus.Gauge

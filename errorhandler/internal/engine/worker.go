@@ -21,6 +21,9 @@ const semaphoreChunk = 256
 // work is the worker of partition p: it handles p's queued records in order until p stops.
 func (e *Engine[K, V]) work(p *partition) {
 	defer close(p.done)
+	if p.guard != nil && !e.loadGuard(p) {
+		return
+	}
 	for {
 		select {
 		case <-p.signal:
@@ -41,7 +44,7 @@ func (e *Engine[K, V]) work(p *partition) {
 					batch[i] = item{}
 					continue
 				}
-				if e.process(p, &batch[i].msg) {
+				if e.handle(p, &batch[i].msg) {
 					handled++
 				}
 				batch[i] = item{}
@@ -295,6 +298,9 @@ func (e *Engine[K, V]) deadLetter(p *partition, msg *eh.Message, f failure, inPl
 	off := msg.Offset
 	s := &offsetSlot{offset: off, p: p}
 	e.dl.initJob(&s.job, msg, f, inPlace, s)
+	if p.guard != nil && !e.guardDeadLetter(p, msg, &s.job) {
+		return
+	}
 	p.mu.Lock()
 	p.track.add(s)
 	p.mu.Unlock()

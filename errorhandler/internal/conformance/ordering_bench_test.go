@@ -1,0 +1,193 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	eh "github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/errorhandler/confluent"
+	"github.com/redrive/redrive/errorhandler/franz"
+	"github.com/redrive/redrive/internal/testkit"
+)
+
+// benchKeys is the number of distinct keys of the ordering benchmark's records.
+const benchKeys = 1000
+
+// BenchmarkOrderingGuard compares, for each client on one in-process broker and over the same
+// records (benchKeys keys), the Runner without and with the ordering guard:
+//
+//	off/happy  no guard, every record handled
+//	on/happy   guard on, every record handled (the guard's cost on the happy path)
+//	off/1%     no guard, the records of 1% of the keys fail and are dead-lettered
+//	on/1%      guard on, same failures: each failing key's first record is dead-lettered as
+//	           the head, every later one parked behind it (its state written to the
+//	           compacted store topic with acks=all before its offset may be committed)
+//
+// Each variant is timed from the creation of its client until every record's outcome is
+// final; the variants run interleaved, three times each, and count their fastest run. Run it
+// with:
+//
+//	go test -run '^$' -bench OrderingGuard -benchtime 1x ./errorhandler/internal/conformance/
+//
+// EH_BENCH_RECORDS overrides the number of records (default 50000).
+func BenchmarkOrderingGuard(b *testing.B) {
+	n := envInt(b, "EH_BENCH_RECORDS", 50_000)
+	k := testkit.Kafka(b)
+	const in = "bench-ordered"
+	k.CreateTopic(b, in, 4)
+	k.CreateTopic(b, "bench-err", 4)
+	produceKeyed(b, k, in, n)
+	b.ResetTimer()
+	group := 0
+	for range b.N {
+		fmt.Printf("records: %d over %d keys\n", n, benchKeys)
+		for _, client := range []string{"franz", "confluent"} {
+			variants := []struct {
+				name        string
+				guard, fail bool
+			}{{"off/happy", false, false}, {"on/happy", true, false}, {"off/1%", false, true}, {"on/1%", true, true}}
+			best := make([]time.Duration, len(variants))
+			after := make([]time.Duration, len(variants))
+			cpu := make([]time.Duration, len(variants))
+			for range 3 {
+				for i, v := range variants {
+					group++
+					c := cpuTime()
+					d, first := benchOrdered(b, k, client, in, n, fmt.Sprintf("%s-ordering-%d", client, group), v.guard, v.fail)
+					c = cpuTime() - c
+					if best[i] == 0 || d < best[i] {
+						best[i], cpu[i] = d, c
+					}
+					if after[i] == 0 || d-first < after[i] {
+						after[i] = d - first
+					}
+				}
+			}
+			for i, v := range variants {
+				fmt.Printf("%-10s %-10s %9.0f records/s (%v, process cpu %v; from the first record handled %v)\n", client, v.name,
+					float64(n)/best[i].Seconds(), best[i].Round(time.Millisecond), cpu[i].Round(time.Millisecond), after[i].Round(time.Millisecond))
+				b.ReportMetric(float64(n)/best[i].Seconds(), client+"-"+strings.ReplaceAll(v.name, "/", "-")+"-rec/s")
+			}
+			fmt.Printf("%-10s guard on/off time, happy path: %.3f, from the first record: %.3f (target <= 1.02)\n", client,
+				best[1].Seconds()/best[0].Seconds(), after[1].Seconds()/after[0].Seconds())
+			fmt.Printf("%-10s guard on/off time, 1%% failing keys: %.3f, from the first record: %.3f\n", client,
+				best[3].Seconds()/best[2].Seconds(), after[3].Seconds()/after[2].Seconds())
+		}
+	}
+}
+
+// produceKeyed writes n records to topic with keys order-<i mod benchKeys>.
+func produceKeyed(b *testing.B, k *testkit.Cluster, topic string, n int) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...), kgo.ProducerLinger(20*time.Millisecond),
+		kgo.MaxBufferedRecords(50_000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	value := []byte(`{"id":"order-000000","amount":1250,"currency":"CHF","items":3}`)
+	var failed atomic.Pointer[error]
+	for i := range n {
+		rec := &kgo.Record{Topic: topic, Key: []byte("order-" + strconv.Itoa(i%benchKeys)), Value: value}
+		cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+}
+
+// benchFailingKey reports whether key is one of the 1% failing keys (order-0, order-100, ...).
+func benchFailingKey(key []byte) bool {
+	i, err := strconv.Atoi(strings.TrimPrefix(string(key), "order-"))
+	return err == nil && i%100 == 0
+}
+
+// benchOrdered runs a Runner of client over the n records of topic until every outcome is
+// final and returns the time taken, and the time until the first record was handled (the group's
+// join and, with the guard, the store's first read).
+func benchOrdered(b *testing.B, k *testkit.Cluster, client, topic string, n int, group string, guard, fail bool) (time.Duration, time.Duration) {
+	reg := prometheus.NewRegistry()
+	var handled, first atomic.Int64
+	start := time.Now()
+	cfg := eh.Config[[]byte, []byte]{
+		GroupID: group, Topics: []string{topic}, System: "bench", Service: "bench",
+		ValueDecoder: benchDecoder,
+		Handler: eh.HandlerFunc[[]byte, []byte](func(ctx context.Context, rec eh.Record[[]byte, []byte]) error {
+			if err := benchHandle(ctx, rec); err != nil {
+				return err
+			}
+			if fail && benchFailingKey(rec.Message.Key) {
+				return errBench
+			}
+			if handled.Add(1) == 1 {
+				first.Store(int64(time.Since(start)))
+			}
+			return nil
+		}),
+		ProcessPolicy:  eh.DeadLetter,
+		FloodThreshold: -1,
+		DeadLetter:     eh.DeadLetterConfig{ErrorTopic: "bench-err"},
+		Metrics:        reg,
+	}
+	fs := franz.Settings{Brokers: strings.Split(k.Bootstrap(), ",")}
+	cs := confluent.Settings{Brokers: k.Bootstrap(), ConsumerConfig: kafka.ConfigMap{"log_level": 3}, ProducerConfig: kafka.ConfigMap{"log_level": 3}}
+	if guard {
+		// One state topic per consumer group, as in production.
+		stateTopic := group + "-ordering"
+		k.CreateTopic(b, stateTopic, 1)
+		var st orderingStore
+		var err error
+		if client == "franz" {
+			st, err = franz.NewOrderingStore(fs, stateTopic)
+		} else {
+			st, err = confluent.NewOrderingStore(cs, stateTopic)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		cfg.Ordering = eh.Ordering{Topics: []string{topic}, Store: st}
+	}
+	var r runner
+	var err error
+	if client == "franz" {
+		r, err = franz.New(cfg, fs)
+	} else {
+		r, err = confluent.New(cfg, cs)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	labels := map[string]string{"phase": string(eh.PhaseProcess), "outcome": string(eh.OutcomeDeadLettered), "topic": topic}
+	deadline := time.Now().Add(5 * time.Minute)
+	for handled.Load()+int64(metricValue(reg, "redrive_errorhandler_failures_total", labels)) < int64(n) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: outcomes not final within 5 minutes", group)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	d := time.Since(start)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return d, time.Duration(first.Load())
+}
