@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -59,11 +60,17 @@ func TestJobsAPI(t *testing.T) {
 	if r := e.do("POST", path+"/start", operatorToken, `{"token": "`+preview.Token+`"}`); r.status != 409 {
 		t.Errorf("start again = %d %s", r.status, r.body)
 	}
+	var pub jobs.Publisher
+	if e.resender != nil {
+		pub = e.resender
+	}
+	runner, err := jobs.New(jobs.Config{Store: e.store, Publisher: pub, Owner: "test", PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- e.core.RunJobs(ctx, operator.JobRunnerConfig{Owner: "test", PollInterval: 10 * time.Millisecond})
-	}()
+	go func() { done <- runner.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	deadline := time.Now().Add(time.Minute)
 	var j jobView
