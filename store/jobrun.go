@@ -71,7 +71,7 @@ const pendingJobItemsSQL = `
 	SELECT i.seq, i.failure_id, f.state, coalesce(f.id IN (` + `SELECT unnest(c.failure_ids) FROM resend_claims c WHERE c.lease_until > $4` + `), false)
 	FROM job_items i LEFT JOIN failures f ON f.id = i.failure_id
 	WHERE i.job_id = $1 AND i.seq > $2 AND i.outcome IS NULL
-		AND NOT EXISTS (SELECT 1 FROM resend_claims c WHERE c.job_id = $1 AND i.seq = ANY(c.job_seqs))
+		AND i.seq NOT IN (SELECT unnest(c.job_seqs) FROM resend_claims c WHERE c.job_id = $1)
 	ORDER BY i.seq LIMIT $3`
 
 type pendingJobItem struct {
@@ -97,10 +97,12 @@ func readPendingJobItems(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, after 
 	})
 }
 
-// holdJob locks the job's row and fails with ErrLeaseLost unless owner holds it RUNNING.
+// holdJob fails with ErrLeaseLost unless owner holds the job RUNNING. It does not lock the
+// job's row, which the settles of the job's other batches update meanwhile: a pause or cancel
+// that commits just after the check lets this one batch go on, as one already sending does.
 func holdJob(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, owner string) error {
 	var held bool
-	err := tx.QueryRow(ctx, `SELECT state = 'RUNNING' AND owner IS NOT DISTINCT FROM $2 FROM jobs WHERE id = $1 FOR UPDATE`, jobID, owner).Scan(&held)
+	err := tx.QueryRow(ctx, `SELECT state = 'RUNNING' AND owner IS NOT DISTINCT FROM $2 FROM jobs WHERE id = $1`, jobID, owner).Scan(&held)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -195,22 +197,27 @@ func (s *Store) ClaimJobBatch(ctx context.Context, p ClaimJobBatchParams) (*JobB
 // the job's counts, and makes a RUNNING or PAUSED job whose items all have their outcome DONE.
 // It returns the job.
 func recordJobOutcomes(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, results []JobItemResult, now time.Time) (*Job, error) {
+	if len(results) == 0 {
+		return scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, jobID))
+	}
 	seqs := make([]int64, len(results))
 	outcomes := make([]string, len(results))
 	details := make([]*string, len(results))
+	first, last := results[0].Seq, results[0].Seq
 	for i, r := range results {
 		seqs[i], outcomes[i] = r.Seq, string(r.Outcome)
 		if r.Detail != "" {
 			d := r.Detail
 			details[i] = &d
 		}
+		first, last = min(first, r.Seq), max(last, r.Seq)
 	}
 	row := tx.QueryRow(ctx, `
 		WITH r AS (
 			SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS r(seq, outcome, detail)),
 		u AS (
 			UPDATE job_items i SET outcome = r.outcome, detail = r.detail, done_at = $5::timestamptz
-			FROM r WHERE i.job_id = $1 AND i.seq = r.seq AND i.outcome IS NULL
+			FROM r WHERE i.job_id = $1 AND i.seq BETWEEN $6 AND $7 AND i.seq = r.seq AND i.outcome IS NULL
 			RETURNING i.seq, i.outcome),
 		c AS (
 			SELECT count(*) FILTER (WHERE outcome = 'done') AS done,
@@ -224,7 +231,7 @@ func recordJobOutcomes(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, results 
 			finished_at = CASE WHEN j.state IN ('RUNNING', 'PAUSED')
 				AND j.done + c.done + j.skipped + c.skipped + j.failed + c.failed >= j.total THEN $5::timestamptz ELSE j.finished_at END
 		FROM c WHERE j.id = $1
-		RETURNING `+prefixed("j.", jobColumns), jobID, seqs, outcomes, details, now)
+		RETURNING `+prefixed("j.", jobColumns), jobID, seqs, outcomes, details, now, first, last)
 	return scanJob(row)
 }
 
@@ -332,19 +339,21 @@ func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Jo
 			}
 			results = append(results, res)
 		}
-		if job, err = recordJobOutcomes(ctx, tx, p.JobID, results, p.At); err != nil {
-			return err
-		}
-		if p.Audit == nil {
-			return nil
-		}
-		entries := p.Audit(marked)
-		for i := range entries {
-			if entries[i].At.IsZero() {
-				entries[i].At = p.At
+		if p.Audit != nil {
+			entries := p.Audit(marked)
+			for i := range entries {
+				if entries[i].At.IsZero() {
+					entries[i].At = p.At
+				}
+			}
+			if err := writeAudit(ctx, tx, entries); err != nil {
+				return err
 			}
 		}
-		return writeAudit(ctx, tx, entries)
+		// Last: the job's row stays locked until the commit, and the job's other batches
+		// settle into it too.
+		job, err = recordJobOutcomes(ctx, tx, p.JobID, results, p.At)
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, ErrClaimSettled) {
@@ -537,10 +546,11 @@ func (s *Store) CloseJobBatch(ctx context.Context, p CloseJobBatchParams) (*JobB
 			}
 		}
 		b.Skipped = len(pending) - len(closable)
-		if b.Job, err = recordJobOutcomes(ctx, tx, p.JobID, results, p.Now); err != nil {
+		if err := writeAudit(ctx, tx, entries); err != nil {
 			return err
 		}
-		return writeAudit(ctx, tx, entries)
+		b.Job, err = recordJobOutcomes(ctx, tx, p.JobID, results, p.Now)
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrNotFound) {
