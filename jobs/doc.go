@@ -19,7 +19,7 @@
 //
 // A close job's batch is one transaction (close and record).
 //
-// Guarantees (docs/jobs.md):
+// Guarantees (docs/api.md, "Jobs"; docs/operations.md):
 //
 //   - Exact accounting: every item ends done, skipped (with the reason) or failed exactly as
 //     it happened. A stop (SIGTERM, pause, cancel) never records a not-attempted item as

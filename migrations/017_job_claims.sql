@@ -4,7 +4,7 @@
 -- row names the job and the job items it was taken for. It holds its failures until the job
 -- records the batch's outcome (lease_until is 'infinity': no other resend takes them, and no
 -- expiry deletes the claim), so a job that resumes after a crash finds its own in-flight batch
--- and settles it instead of mistaking it for another resend (docs/jobs.md).
+-- and settles it instead of mistaking it for another resend (docs/api.md, "Jobs").
 ALTER TABLE resend_claims ADD COLUMN job_id uuid, ADD COLUMN job_seqs bigint[];
 ALTER TABLE resend_claims ADD CONSTRAINT resend_claims_job_fkey FOREIGN KEY (job_id) REFERENCES jobs (id) ON DELETE CASCADE;
 ALTER TABLE resend_claims ADD CONSTRAINT resend_claims_job_check
