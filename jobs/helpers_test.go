@@ -63,6 +63,13 @@ func newEnv(t *testing.T, topics ...string) *env {
 // instance runs a resend scheduler (no automatic rounds), an instance's producer, until stop
 // or the end of the test.
 func (e *env) instance() *resend.Scheduler {
+	sched, _ := e.instanceWithStop()
+	return sched
+}
+
+// instanceWithStop is instance with a function that stops the scheduler (its Resender then
+// sends nothing more).
+func (e *env) instanceWithStop() (*resend.Scheduler, func()) {
 	t := e.t
 	sched, err := resend.New(resend.Config{
 		Store: e.store, Brokers: e.cluster.Bootstrap(), ServiceName: "redrive-jobs-test",
@@ -75,8 +82,10 @@ func (e *env) instance() *resend.Scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sched.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return sched
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return sched, stop
 }
 
 // runner is a running jobs.Runner.

@@ -371,7 +371,8 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 	if job.State == store.JobDone {
 		j.log.Info("jobs: job finished", "done", job.Done, "skipped", job.Skipped, "failed", job.Failed)
 	}
-	return true
+	// Records the publisher did not send (it shut down) stay pending: stop claiming more.
+	return len(out) == len(sends)
 }
 
 // audit returns the audit entries of the sends: one "retry" entry per record sent, with the

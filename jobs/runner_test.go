@@ -224,6 +224,28 @@ func TestStopWhileWaitingOnTheRateLimit(t *testing.T) {
 	e.exactlyOnce(id, "orders", ids)
 }
 
+// When the instance's producer shuts down before its jobs runner (the service stopping), the
+// records it did not send stay pending, never failed, and the next instance sends them once.
+func TestPublisherClosedMidJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "orders")
+	ids := e.insertN(12, testkit.FailureRow{Topic: "orders"})
+	id := e.start(operator.JobRequest{Action: operator.Retry, Selection: operator.Selection{IDs: ids}, RateLimit: 4})
+	sched, stopSched := e.instanceWithStop()
+	e.run(jobs.Config{Publisher: sched.Resender()})
+	e.waitJob(id, time.Minute, "under way", func(j *operator.JobView) bool { return j.Done >= 4 })
+	stopSched()
+	// The runner goes on claiming at the job's rate and finds nothing sent.
+	e.waitJob(id, time.Minute, "released", func(j *operator.JobView) bool { return j.Owner == nil || j.LeaseUntil == nil })
+	j := e.job(id)
+	if j.State != store.JobRunning || j.Failed != 0 || j.Skipped != 0 || j.Done == 12 || int64(len(e.items(id, "pending"))) != j.Remaining() {
+		t.Errorf("job after the producer closed = %+v", j.Job)
+	}
+	e.run(jobs.Config{Publisher: e.instance().Resender()})
+	e.waitJob(id, time.Minute, "done", done)
+	e.exactlyOnce(id, "orders", ids)
+}
+
 // Cancel and pause take effect within a second even while the job waits on a rate limit of
 // one item per 100 s: the instance's only job slot is free again for another job.
 func TestCancelAndPauseUnderALowRate(t *testing.T) {
