@@ -262,7 +262,10 @@ func TestCancelAndPauseUnderALowRate(t *testing.T) {
 		}
 		next := e.insertN(2, testkit.FailureRow{Topic: "orders"})
 		other := e.start(operator.JobRequest{Action: operator.Retry, Selection: operator.Selection{IDs: next}, RateLimit: 100})
-		e.waitJob(other, time.Second, "done (the slot stayed taken after "+op+")", done)
+		e.waitJob(other, time.Second, "claimed (the slot stayed taken after "+op+")", func(j *operator.JobView) bool {
+			return j.Owner != nil || j.Done > 0
+		})
+		e.waitJob(other, time.Minute, "done", done)
 		if j := e.job(id); j.Done != 1 || j.Failed != 0 || j.Remaining() != 2 {
 			t.Errorf("after %s: %+v", op, j.Job)
 		}
