@@ -149,6 +149,8 @@ func TestJobsAPI(t *testing.T) {
 		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}}`},
 		{"POST", "/api/v1/jobs", `{"action": "delete", "filter": {"topic": "a"}}`},
 		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}, "reason": "x", "rate_limit": -5}`},
+		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}, "reason": "x", "rate_limit": 1e-9}`},
+		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}, "reason": "x", "rate_limit": 100001}`},
 		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/items?outcome=maybe", ""},
 		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/items?cursor=-1", ""},
 		{"GET", "/api/v1/jobs?cursor=zzz", ""},
@@ -159,8 +161,12 @@ func TestJobsAPI(t *testing.T) {
 		if c.body != "" {
 			body = c.body
 		}
-		if r := e.do(c.method, c.path, operatorToken, body); r.status != 400 {
+		r := e.do(c.method, c.path, operatorToken, body)
+		if r.status != 400 {
 			t.Errorf("%s %s %s = %d %s", c.method, c.path, c.body, r.status, r.body)
+		}
+		if strings.Contains(c.body, "rate_limit") && !strings.Contains(string(r.body), `"rate_limit"`) {
+			t.Errorf("%s: the problem does not name rate_limit: %s", c.body, r.body)
 		}
 	}
 }
