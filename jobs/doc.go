@@ -3,9 +3,10 @@
 // [Runner] runs on every service instance, without a leader.
 //
 // A runner claims running jobs that no other instance holds (SKIP LOCKED, with a lease) and
-// runs each one it holds in its own goroutine, up to Config.MaxJobs at once, so that a slow
-// job never delays another. Each job has one rate limiter, at the job's rate_limit; nothing
-// else limits or re-chunks its batches. A batch of a retry job goes through three steps:
+// runs each one it holds in its own goroutine, up to Config.MaxJobs at once. Each job has one
+// rate limiter, at the job's rate_limit; nothing else limits or re-chunks its batches. A batch
+// holds one of the instance's Config.MaxBatches slots while it is claimed, sent and settled; a
+// job waiting on its rate limit holds none, so a slow job never delays another. A batch of a retry job goes through three steps:
 //
 //   - claim: one transaction claims the batch's failures with a resend claim that names the
 //     job and its items and holds them until the batch is settled (no other resend takes

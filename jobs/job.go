@@ -135,30 +135,46 @@ func (j *jobRun) run() {
 		inflight = make(chan struct{}, j.r.cfg.Concurrency)
 		pos      int64
 	)
+	// A batch holds one of the job's Concurrency slots and one of the instance's MaxBatches:
+	// jobs waiting on their rate limits hold neither, and busy jobs take turns.
+	acquire := func() bool {
+		select {
+		case inflight <- struct{}{}:
+		case <-j.ctx.Done():
+			return false
+		}
+		select {
+		case j.r.batches <- struct{}{}:
+			return true
+		case <-j.ctx.Done():
+			<-inflight
+			return false
+		}
+	}
+	release := func() { <-j.r.batches; <-inflight }
 	defer wg.Wait()
 	for j.ctx.Err() == nil && !failed.Load() && !j.r.dead.Load() {
 		// Wait before claiming: a stop while waiting leaves nothing claimed.
 		if err := limiter.WaitN(j.ctx, size); err != nil {
 			return
 		}
-		select {
-		case inflight <- struct{}{}:
-		case <-j.ctx.Done():
+		if !acquire() {
 			return
 		}
 		if j.r.dead.Load() {
+			release()
 			return
 		}
 		b, err := j.claim(pos, size)
 		if err != nil {
-			<-inflight
+			release()
 			if !errors.Is(err, store.ErrLeaseLost) && j.ctx.Err() == nil {
 				j.log.Error("jobs: claiming a batch failed; the job waits for the next claim", "error", err)
 			}
 			return
 		}
 		if b.Last == 0 {
-			<-inflight
+			release()
 			wg.Wait()
 			if j.finish() {
 				return
@@ -168,19 +184,19 @@ func (j *jobRun) run() {
 		}
 		pos = b.Last
 		if b.ClaimID == 0 {
-			<-inflight
+			release()
 			if b.Job.State != store.JobRunning {
 				return
 			}
 			continue
 		}
 		if j.r.abandon("after claim", callHook(j.r.cfg.Hooks.AfterClaim, j.ctx, b)) {
-			<-inflight
+			release()
 			return
 		}
 		j.own(b.ClaimID, true)
 		wg.Go(func() {
-			defer func() { <-inflight }()
+			defer release()
 			if !j.sendBatch(b) {
 				failed.Store(true)
 			}

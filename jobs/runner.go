@@ -48,7 +48,8 @@ const (
 	DefaultHeartbeat    = 250 * time.Millisecond
 	DefaultBatchSize    = 500
 	DefaultConcurrency  = 4
-	DefaultMaxJobs      = 4
+	DefaultMaxJobs      = 16
+	DefaultMaxBatches   = 8
 	// DefaultBatchTimeout bounds the send and settle of one batch.
 	DefaultBatchTimeout = 2 * time.Minute
 )
@@ -79,8 +80,12 @@ type Config struct {
 	BatchSize int
 	// Concurrency is the number of batches of one job in flight at once. Defaults to 4.
 	Concurrency int
-	// MaxJobs is the number of jobs this instance runs at once. Defaults to 4.
+	// MaxJobs is the number of jobs this instance holds at once; each runs on its own, so a
+	// job waiting on a low rate limit never delays another. Defaults to 16.
 	MaxJobs int
+	// MaxBatches is the number of batches, of all its jobs, this instance has in flight at
+	// once; jobs waiting on their rate limits hold none. Defaults to 8.
+	MaxBatches int
 	// BatchTimeout bounds the send and settle of one batch, which run to their end when ctx
 	// ends. Defaults to 2m.
 	BatchTimeout time.Duration
@@ -100,6 +105,8 @@ type Runner struct {
 	// dead is set when a hook returned an error: the runner behaves as a crashed instance.
 	dead    atomic.Bool
 	running atomic.Bool
+	// batches holds a token per batch in flight (MaxBatches).
+	batches chan struct{}
 }
 
 // New returns a Runner for cfg, or an error starting with "invalid config".
@@ -115,8 +122,8 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.PollInterval < 0 || cfg.Lease < 0 || cfg.Heartbeat < 0 || cfg.ClaimGrace < 0 || cfg.BatchTimeout < 0 {
 		bad("PollInterval, Lease, Heartbeat, ClaimGrace and BatchTimeout must not be negative")
 	}
-	if cfg.BatchSize < 0 || cfg.Concurrency < 0 || cfg.MaxJobs < 0 {
-		bad("BatchSize, Concurrency and MaxJobs must not be negative")
+	if cfg.BatchSize < 0 || cfg.Concurrency < 0 || cfg.MaxJobs < 0 || cfg.MaxBatches < 0 {
+		bad("BatchSize, Concurrency, MaxJobs and MaxBatches must not be negative")
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -145,6 +152,9 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.MaxJobs == 0 {
 		cfg.MaxJobs = DefaultMaxJobs
 	}
+	if cfg.MaxBatches == 0 {
+		cfg.MaxBatches = DefaultMaxBatches
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -154,7 +164,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runner{cfg: cfg, store: cfg.Store, log: cfg.Logger}, nil
+	return &Runner{cfg: cfg, store: cfg.Store, log: cfg.Logger, batches: make(chan struct{}, cfg.MaxBatches)}, nil
 }
 
 // Previews whose token expired more than previewKeep ago are deleted, with their pinned items,
