@@ -390,3 +390,66 @@ func TestJobPauseResumeCancel(t *testing.T) {
 		t.Error("a canceled job resumed")
 	}
 }
+
+// A resumed job finds a dead instance's records on every partition of the topic they went to,
+// also for a resend_to job.
+func TestRecoveryReadsEveryPartition(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "orders")
+	e.cluster.CreateTopic(t, "wide", 3)
+	e.cluster.CreateTopic(t, "wide.replay", 3)
+	// Some records on the topics already, before the claims.
+	for i := range 5 {
+		e.cluster.Produce(t, testkit.Message("wide", []byte{byte(i)}, []byte("earlier")), testkit.Message("wide.replay", []byte{byte(i)}, []byte("earlier")))
+	}
+	core, err := operator.New(operator.Config{Store: e.store, Resender: e.instance().Resender(), RepairTopics: []string{"wide.replay"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.core = core
+	for _, req := range []operator.JobRequest{
+		{Action: operator.Retry},
+		{Action: operator.ResendTo, TargetTopic: "wide.replay"},
+	} {
+		ids := make([]uuid.UUID, 60)
+		for i := range ids {
+			ids[i] = testkit.InsertFailure(t, e.pool, testkit.FailureRow{Topic: "wide", Key: []byte(uuid.NewString())})
+		}
+		req.Selection, req.RateLimit = operator.Selection{IDs: ids}, 2000
+		id := e.start(req)
+		cfg := jobs.Config{BatchSize: 10, Concurrency: 3, Lease: 600 * time.Millisecond, Heartbeat: 100 * time.Millisecond,
+			ClaimGrace: 600 * time.Millisecond}
+		hooks, dead := killAt("send", 2)
+		c := cfg
+		c.Hooks, c.Publisher = hooks, e.instance().Resender()
+		r := e.run(c)
+		<-dead
+		r.stop()
+		c = cfg
+		c.Publisher = e.instance().Resender()
+		stop := e.run(c).stop
+		e.waitJob(id, time.Minute, "done", done)
+		stop()
+		topic := "wide"
+		if req.TargetTopic != "" {
+			topic = req.TargetTopic
+		}
+		byTag, _ := e.sent(topic)
+		j := e.job(id)
+		if j.Done != 60 || j.Skipped != 0 || j.Failed != 0 {
+			t.Errorf("%s job = %+v", req.Action, j.Job)
+		}
+		n := 0
+		for tag, count := range byTag {
+			if strings.HasPrefix(tag, id.String()+"/") {
+				n++
+				if count != 1 {
+					t.Errorf("%s: record %s sent %d times", req.Action, tag, count)
+				}
+			}
+		}
+		if n != 60 {
+			t.Errorf("%s: %d of the job's records on %s, want 60", req.Action, n, topic)
+		}
+	}
+}
