@@ -79,9 +79,9 @@ func (r *Runner) runJob(ctx context.Context, job *store.Job) {
 	j.base = ctx
 	var hb sync.WaitGroup
 	hb.Go(func() { j.heartbeat(stop) })
-	defer hb.Wait()
-	defer stop()
 	j.run()
+	stop()
+	hb.Wait()
 	if r.dead.Load() {
 		return // as a crashed instance: the lease expires
 	}
@@ -194,6 +194,16 @@ func (j *jobRun) run() {
 			release()
 			return
 		}
+		if j.ctx.Err() != nil {
+			// Stopped while claiming: send nothing, the items stay pending.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(j.ctx), j.r.cfg.BatchTimeout)
+			if err := j.r.store.ReleaseJobClaim(rctx, j.job.ID, b.ClaimID); err != nil {
+				j.log.Error("jobs: releasing a claim failed; the job's next holder settles it", "error", err)
+			}
+			cancel()
+			release()
+			return
+		}
 		j.own(b.ClaimID, true)
 		wg.Go(func() {
 			defer release()
@@ -213,7 +223,8 @@ func callHook(h func(context.Context, *store.JobBatch) error, ctx context.Contex
 
 // claim takes the next batch after pos: a close job's batch is closed and recorded at once.
 func (j *jobRun) claim(pos int64, size int) (*store.JobBatch, error) {
-	ctx, cancel := context.WithTimeout(j.ctx, j.r.cfg.BatchTimeout)
+	// A claim that the job's end interrupted could commit unseen: once started, it completes.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.ctx), j.r.cfg.BatchTimeout)
 	defer cancel()
 	now := j.r.cfg.Now()
 	if j.job.Action == actionClose {
