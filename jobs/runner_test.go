@@ -232,11 +232,19 @@ func TestPublisherClosedMidJob(t *testing.T) {
 	ids := e.insertN(12, testkit.FailureRow{Topic: "orders"})
 	id := e.start(operator.JobRequest{Action: operator.Retry, Selection: operator.Selection{IDs: ids}, RateLimit: 4})
 	sched, stopSched := e.instanceWithStop()
-	e.run(jobs.Config{Publisher: sched.Resender()})
+	var closed, triedClosed atomic.Bool
+	r := e.run(jobs.Config{Publisher: sched.Resender(), Hooks: jobs.Hooks{AfterSend: func(context.Context, *store.JobBatch) error {
+		if closed.Load() {
+			triedClosed.Store(true)
+		}
+		return nil
+	}}})
 	e.waitJob(id, time.Minute, "under way", func(j *operator.JobView) bool { return j.Done >= 4 })
 	stopSched()
-	// The runner goes on claiming at the job's rate and finds nothing sent.
-	e.waitJob(id, time.Minute, "released", func(j *operator.JobView) bool { return j.Owner == nil || j.LeaseUntil == nil })
+	closed.Store(true)
+	// The runner goes on at the job's rate: its next batch finds the producer closed.
+	e.waitJob(id, time.Minute, "tried with the producer closed", func(*operator.JobView) bool { return triedClosed.Load() })
+	r.stop()
 	j := e.job(id)
 	if j.State != store.JobRunning || j.Failed != 0 || j.Skipped != 0 || j.Done == 12 || int64(len(e.items(id, "pending"))) != j.Remaining() {
 		t.Errorf("job after the producer closed = %+v", j.Job)
