@@ -46,6 +46,8 @@ type env struct {
 	cluster *testkit.Cluster
 	// stopResender stops the resend scheduler (retries then answer 503); nil without one.
 	stopResender func()
+	// resender is the scheduler's resender; nil without one.
+	resender *resend.Resender
 }
 
 // setup is what a test may change before the handler is built.
@@ -137,7 +139,8 @@ func (e *env) startResender(s *store.Store) *resend.Resender {
 		})
 	}
 	t.Cleanup(e.stopResender)
-	return sched.Resender()
+	e.resender = sched.Resender()
+	return e.resender
 }
 
 // response is a recorded response.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -60,11 +61,17 @@ func TestJobsAPI(t *testing.T) {
 	if r := e.do("POST", path+"/start", operatorToken, `{"token": "`+preview.Token+`"}`); r.status != 409 {
 		t.Errorf("start again = %d %s", r.status, r.body)
 	}
+	var pub jobs.Publisher
+	if e.resender != nil {
+		pub = e.resender
+	}
+	runner, err := jobs.New(jobs.Config{Store: e.store, Publisher: pub, Owner: "test", PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- e.core.RunJobs(ctx, operator.JobRunnerConfig{Owner: "test", PollInterval: 10 * time.Millisecond})
-	}()
+	go func() { done <- runner.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	deadline := time.Now().Add(time.Minute)
 	var j jobView
@@ -143,6 +150,8 @@ func TestJobsAPI(t *testing.T) {
 		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}}`},
 		{"POST", "/api/v1/jobs", `{"action": "delete", "filter": {"topic": "a"}}`},
 		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}, "reason": "x", "rate_limit": -5}`},
+		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}, "reason": "x", "rate_limit": 1e-9}`},
+		{"POST", "/api/v1/jobs", `{"action": "close", "filter": {"topic": "a"}, "reason": "x", "rate_limit": 100001}`},
 		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/items?outcome=maybe", ""},
 		{"GET", "/api/v1/jobs/" + preview.Job.ID + "/items?cursor=-1", ""},
 		{"GET", "/api/v1/jobs?cursor=zzz", ""},
@@ -153,8 +162,12 @@ func TestJobsAPI(t *testing.T) {
 		if c.body != "" {
 			body = c.body
 		}
-		if r := e.do(c.method, c.path, operatorToken, body); r.status != 400 {
+		r := e.do(c.method, c.path, operatorToken, body)
+		if r.status != 400 {
 			t.Errorf("%s %s %s = %d %s", c.method, c.path, c.body, r.status, r.body)
+		}
+		if strings.Contains(c.body, "rate_limit") && !strings.Contains(string(r.body), `"rate_limit"`) {
+			t.Errorf("%s: the problem does not name rate_limit: %s", c.body, r.body)
 		}
 	}
 }

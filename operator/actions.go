@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/clip"
-	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
 
@@ -64,7 +64,7 @@ func (a Action) auditAction() string {
 	if a == Close {
 		return store.AuditActionClose
 	}
-	return resend.AuditActionRetry
+	return resendtype.AuditActionRetry
 }
 
 // Outcomes lists the outcomes the action can have, success first.
@@ -301,13 +301,13 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 		} else {
 			res, err = c.close(ctx, part, principal, reason, details)
 		}
-		if errors.Is(err, resend.ErrClosed) && start == 0 {
+		if errors.Is(err, resendtype.ErrClosed) && start == 0 {
 			return nil, fmt.Errorf("%w: the resender is shutting down", ErrUnavailable)
 		}
 		if err != nil {
 			c.log.Error("operator: action failed", "action", act, "principal", principal, "done", start, "left", len(ids)-start, "error", err)
 			detail := string(act) + " failed: internal error; the server log has the details"
-			if errors.Is(err, resend.ErrClosed) {
+			if errors.Is(err, resendtype.ErrClosed) {
 				detail = string(act) + " failed: the resender is shutting down"
 			}
 			for _, id := range ids[start:] {
@@ -322,7 +322,7 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 
 // retry resends ids (at most the resender's MaxIDs).
 func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any, target string) ([]ItemOutcome, error) {
-	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resend.ManualRequest{Principal: principal, Reason: reason, Details: details, TargetTopic: target})
+	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resendtype.ManualRequest{Principal: principal, Reason: reason, Details: details, TargetTopic: target})
 	if err != nil {
 		return nil, err
 	}
@@ -334,14 +334,14 @@ func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason str
 }
 
 // resendOutcome is the outcome of one manual resend.
-func resendOutcome(it resend.ItemResult) ItemOutcome {
+func resendOutcome(it resendtype.ItemResult) ItemOutcome {
 	o := ItemOutcome{ID: it.ID, Before: it.State, After: it.State, Detail: it.Error}
 	switch it.Outcome {
-	case resend.OutcomeResent:
+	case resendtype.OutcomeResent:
 		o.Outcome, o.After = OutcomeResent, store.StateResent
-	case resend.OutcomeNotFound:
+	case resendtype.OutcomeNotFound:
 		o.Outcome = OutcomeNotFound
-	case resend.OutcomeConflict:
+	case resendtype.OutcomeConflict:
 		o.Outcome = OutcomeConflict
 	default:
 		o.Outcome = OutcomeFailed

@@ -6,14 +6,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/time/rate"
 
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/store"
@@ -25,7 +21,9 @@ const (
 	MaxJobIDs = 100000
 	// DefaultJobRate is the rate of a job that names none, in items per second.
 	DefaultJobRate = 200
-	// MaxJobRate bounds a job's rate.
+	// MinJobRate is the lowest rate a job may name, in items per second (one item every 100 s).
+	MinJobRate = 0.01
+	// MaxJobRate bounds a job's rate, in items per second.
 	MaxJobRate = 100000
 	// DefaultPreviewTTL is how long a preview's token starts its job.
 	DefaultPreviewTTL = 15 * time.Minute
@@ -38,7 +36,8 @@ type JobRequest struct {
 	Principal string
 	// Reason is required to close, at most MaxReasonLen characters.
 	Reason string
-	// RateLimit is the most items per second the job acts on. Defaults to DefaultJobRate.
+	// RateLimit is the most items per second the job acts on, from MinJobRate to MaxJobRate.
+	// Defaults to DefaultJobRate.
 	RateLimit float64
 	// TargetTopic is the topic of a ResendTo job: it must be in Config.RepairTopics.
 	TargetTopic string
@@ -76,8 +75,8 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 		return nil, invalid("target_topic", "only a resend_to job has a target topic")
 	case reason == "" && req.Action == Close:
 		return nil, invalid("reason", "required: say why the failures are closed")
-	case req.RateLimit < 0 || req.RateLimit > MaxJobRate || math.IsNaN(req.RateLimit):
-		return nil, invalid("rate_limit", "%g is not between 0 (the default, %d per second) and %d", req.RateLimit, DefaultJobRate, MaxJobRate)
+	case req.RateLimit != 0 && !(req.RateLimit >= MinJobRate && req.RateLimit <= MaxJobRate):
+		return nil, invalid("rate_limit", "%g items per second is not between %g and %d (0 or none for the default, %d)", req.RateLimit, MinJobRate, MaxJobRate, DefaultJobRate)
 	case req.Action != Close && c.cfg.Resender == nil:
 		return nil, fmt.Errorf("%w: resending is not configured on this server", ErrUnavailable)
 	}
@@ -371,228 +370,4 @@ func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor
 		page.Next = encodeAuditCursor(store.AuditPosition{At: last.At, ID: last.ID})
 	}
 	return page, nil
-}
-
-// Previews whose token expired more than previewKeep ago are deleted, with their pinned items,
-// by a sweep every previewSweepEvery on every instance that runs jobs.
-const (
-	previewKeep       = 24 * time.Hour
-	previewSweepEvery = 10 * time.Minute
-)
-
-// JobRunnerConfig configures RunJobs.
-type JobRunnerConfig struct {
-	// Owner names this instance in the jobs it holds. Required.
-	Owner string
-	// PollInterval is the time between two looks for a job to run. Defaults to 1s.
-	PollInterval time.Duration
-	// Lease is how long a job stays with this instance without news from it; another
-	// instance resumes it after that. Defaults to 60s.
-	Lease time.Duration
-	// BatchSize bounds the items acted on and recorded at once. Defaults to 500.
-	BatchSize int
-	// Concurrency is the number of batches of a job in flight at once. Defaults to 4.
-	Concurrency int
-}
-
-// RunJobs runs jobs until ctx ends: it claims the oldest running job that no other instance
-// holds (SKIP LOCKED), acts on its items in order in batches at the job's rate, records each
-// batch's outcomes with the job's progress in one transaction, and looks for the next job.
-// An instance that stops (or dies) leaves its job to be resumed after the last recorded batch
-// by whichever instance claims it next; an item whose action applied before the stop is
-// counted done (by its audit entry), never acted on twice: the failure's state no longer
-// allows the action. It also deletes previews that expired a day ago.
-func (c *Core) RunJobs(ctx context.Context, cfg JobRunnerConfig) error {
-	if cfg.Owner == "" {
-		return errors.New("run jobs: invalid config: Owner is required")
-	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = time.Second
-	}
-	if cfg.Lease == 0 {
-		cfg.Lease = 60 * time.Second
-	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = 500
-	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 4
-	}
-	t := time.NewTicker(cfg.PollInterval)
-	defer t.Stop()
-	var swept time.Time
-	for {
-		if now := c.cfg.Now(); now.Sub(swept) >= previewSweepEvery {
-			swept = now
-			if n, err := c.store.DeleteExpiredPreviews(ctx, now.Add(-previewKeep)); err != nil && ctx.Err() == nil {
-				c.log.Error("jobs: deleting expired previews failed", "error", err)
-			} else if n > 0 {
-				c.log.Info("jobs: deleted expired previews", "count", n)
-			}
-		}
-		for ctx.Err() == nil {
-			now := c.cfg.Now()
-			job, err := c.store.ClaimJob(ctx, cfg.Owner, now, now.Add(cfg.Lease))
-			if err != nil {
-				if ctx.Err() == nil {
-					c.log.Error("jobs: claim failed", "error", err)
-				}
-				break
-			}
-			if job == nil {
-				break
-			}
-			c.runJob(ctx, job, cfg)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// runJob acts on the items of job, held by cfg.Owner, until it is done, paused, canceled,
-// taken over, or ctx ends (then the job is released for another instance). Up to
-// cfg.Concurrency batches are in flight at once; each records its own outcomes, so a batch
-// never waits for another's acknowledgements.
-func (c *Core) runJob(ctx context.Context, job *store.Job, cfg JobRunnerConfig) {
-	log := c.log.With("job", job.ID, "action", job.Action)
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := c.store.ReleaseJob(rctx, job.ID, cfg.Owner); err != nil {
-			log.Error("jobs: release failed", "error", err)
-		}
-	}()
-	batch := max(1, min(cfg.BatchSize, int(math.Ceil(job.RateLimit))))
-	limiter := rate.NewLimiter(rate.Limit(job.RateLimit), batch)
-	act := Action(job.Action)
-	reason := ""
-	if job.Reason != nil {
-		reason = *job.Reason
-	}
-	var (
-		wg       sync.WaitGroup
-		stopped  atomic.Bool // a batch saw the lease lost, the job finish, or an error
-		inflight = make(chan struct{}, cfg.Concurrency)
-		pos      int64 // the last item handed to a batch
-	)
-	defer wg.Wait()
-	for ctx.Err() == nil && !stopped.Load() {
-		items, err := c.store.NextJobItems(ctx, job.ID, pos, batch)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Error("jobs: reading items failed", "error", err)
-			}
-			return
-		}
-		if len(items) == 0 {
-			wg.Wait()
-			if err := c.store.FinishJobIfEmpty(ctx, job.ID, cfg.Owner, c.cfg.Now()); err != nil && ctx.Err() == nil {
-				log.Error("jobs: finishing failed", "error", err)
-			}
-			return
-		}
-		pos = items[len(items)-1].Seq
-		if err := limiter.WaitN(ctx, len(items)); err != nil {
-			return
-		}
-		select {
-		case inflight <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		if stopped.Load() {
-			<-inflight
-			return
-		}
-		wg.Go(func() {
-			defer func() { <-inflight }()
-			if !c.runBatch(ctx, job, act, reason, items, cfg) {
-				stopped.Store(true)
-			}
-		})
-	}
-}
-
-// runBatch acts on one batch of items and records their outcomes. It reports false when the
-// job must stop here: it is no longer this instance's to run, it finished, or the batch failed.
-func (c *Core) runBatch(ctx context.Context, job *store.Job, act Action, reason string, items []store.JobItem, cfg JobRunnerConfig) bool {
-	log := c.log.With("job", job.ID, "action", job.Action)
-	results, err := c.actOnItems(ctx, job, act, reason, items)
-	if err != nil {
-		log.Error("jobs: batch failed; the job waits for the next claim", "error", err)
-		return false
-	}
-	now := c.cfg.Now()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
-	defer cancel()
-	updated, err := c.store.RecordJobItems(rctx, job.ID, cfg.Owner, results, now, now.Add(cfg.Lease))
-	switch {
-	case errors.Is(err, store.ErrLeaseLost):
-		log.Info("jobs: the job was paused, canceled or taken over; stopping here")
-		return false
-	case err != nil:
-		log.Error("jobs: recording outcomes failed; the batch is redone after the lease", "error", err)
-		return false
-	case updated.State != store.JobRunning:
-		log.Info("jobs: job finished", "state", updated.State, "done", updated.Done, "skipped", updated.Skipped, "failed", updated.Failed)
-		return false
-	}
-	return true
-}
-
-// actOnItems applies the job's action to items and returns each item's outcome. An item
-// refused because its state changed counts as done when the audit log shows this job's action
-// applied to it (a batch redone after a crash), else as skipped.
-func (c *Core) actOnItems(ctx context.Context, job *store.Job, act Action, reason string, items []store.JobItem) ([]store.JobItemResult, error) {
-	ids := make([]uuid.UUID, len(items))
-	for i, it := range items {
-		ids[i] = it.FailureID
-	}
-	actx, cancel := c.actionContext(ctx)
-	defer cancel()
-	if act != Close && c.cfg.Resender == nil {
-		return nil, fmt.Errorf("%w: resending is not configured on this instance", ErrUnavailable)
-	}
-	target := ""
-	if job.TargetTopic != nil {
-		target = *job.TargetTopic
-	}
-	outcomes, err := c.apply(actx, act, ids, job.Principal, reason, map[string]any{"job_id": job.ID.String()}, target)
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[uuid.UUID]ItemOutcome, len(outcomes))
-	var refused []uuid.UUID
-	for _, o := range outcomes {
-		byID[o.ID] = o
-		if o.Outcome == OutcomeConflict {
-			refused = append(refused, o.ID)
-		}
-	}
-	acted := map[uuid.UUID]bool{}
-	if len(refused) > 0 {
-		if acted, err = c.store.JobActedOn(actx, job.ID, act.auditAction(), refused); err != nil {
-			return nil, err
-		}
-	}
-	results := make([]store.JobItemResult, len(items))
-	for i, it := range items {
-		o := byID[it.FailureID]
-		r := store.JobItemResult{Seq: it.Seq}
-		switch {
-		case o.Outcome == act.Success(), acted[it.FailureID]:
-			r.Outcome = store.JobItemDone
-		case o.Outcome == OutcomeFailed:
-			r.Outcome, r.Detail = store.JobItemFailed, o.Detail
-		case o.Outcome == OutcomeNotFound:
-			r.Outcome, r.Detail = store.JobItemSkipped, "no failure has this id (deleted since the preview?)"
-		default:
-			r.Outcome, r.Detail = store.JobItemSkipped, "state changed since the preview: "+o.Detail
-		}
-		results[i] = r
-	}
-	return results, nil
 }

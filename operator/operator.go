@@ -8,12 +8,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/promreg"
 	"github.com/redrive/redrive/masking"
-	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
 
@@ -41,8 +42,9 @@ const (
 type Config struct {
 	// Store is the failure store. Required.
 	Store *store.Store
-	// Resender republishes failures for retries. When nil, a retry wraps ErrUnavailable.
-	Resender *resend.Resender
+	// Resender republishes failures for retries (*resend.Resender). When nil, a retry wraps
+	// ErrUnavailable.
+	Resender Resender
 	// Payloads decodes Avro payloads for their views. Defaults to a decoder that knows the
 	// contract's own schemas and has no registry.
 	Payloads *avro.PayloadDecoder
@@ -81,6 +83,19 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+}
+
+// Resender republishes failures on an operator's request: by id, or one failure as a repair
+// revised it. *resend.Resender implements it; the core takes it through this interface so that
+// it builds without the Kafka producer (and without cgo).
+type Resender interface {
+	// ResendIDs resends the failures with ids and returns one outcome per distinct id; it
+	// wraps resendtype.ErrClosed when the resender is shut down.
+	ResendIDs(ctx context.Context, ids []uuid.UUID, req resendtype.ManualRequest) (resendtype.ManualResult, error)
+	// ResendRevision resends one failure as rev says instead of as stored.
+	ResendRevision(ctx context.Context, id uuid.UUID, rev resendtype.Revision, req resendtype.ManualRequest) (resendtype.ItemResult, error)
+	// MaxIDs is the most ids one ResendIDs call accepts.
+	MaxIDs() int
 }
 
 // Core serves the operators' use cases. It is safe for concurrent use.

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
 
@@ -123,9 +123,9 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 	if err := c.store.CreateRevision(actx, rev); err != nil {
 		return nil, fromStore(err)
 	}
-	res, err := c.cfg.Resender.ResendRevision(actx, d.ID, resend.Revision{ID: rev.ID, Topic: rev.TargetTopic,
-		Key: rev.Key, Value: rev.Value, Headers: rev.Headers}, resend.ManualRequest{Principal: req.Principal, Reason: reason})
-	if errors.Is(err, resend.ErrClosed) {
+	res, err := c.cfg.Resender.ResendRevision(actx, d.ID, resendtype.Revision{ID: rev.ID, Topic: rev.TargetTopic,
+		Key: rev.Key, Value: rev.Value, Headers: rev.Headers}, resendtype.ManualRequest{Principal: req.Principal, Reason: reason})
+	if errors.Is(err, resendtype.ErrClosed) {
 		err = fmt.Errorf("%w: the resender is shutting down", ErrUnavailable)
 	}
 	outcome := resendOutcome(res)

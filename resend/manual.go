@@ -2,7 +2,6 @@ package resend
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -11,68 +10,37 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
 
 // ErrInvalidRequest means a manual resend request cannot be served as asked (no principal, too
 // many ids); nothing was resent.
-var ErrInvalidRequest = errors.New("invalid resend request")
+var ErrInvalidRequest = resendtype.ErrInvalidRequest
 
 // AuditActionRetry is the audit_log action of a manual resend.
-const AuditActionRetry = "retry"
+const AuditActionRetry = resendtype.AuditActionRetry
 
-// Outcome is what became of one resend.
-type Outcome string
+// Outcome is what became of one resend (resendtype.Outcome).
+type Outcome = resendtype.Outcome
 
-// The outcomes of a resend.
+// The outcomes of a resend (resendtype).
 const (
-	// OutcomeResent: the broker acknowledged the record and the failure is RESENT.
-	OutcomeResent Outcome = "resent"
-	// OutcomeNotFound: no failure has the id.
-	OutcomeNotFound Outcome = "not_found"
-	// OutcomeConflict: the failure is neither RETRY_PENDING nor PERMANENT, or another resend
-	// of it is in progress.
-	OutcomeConflict Outcome = "conflict"
-	// OutcomeFailed: the record was not acknowledged (or its outcome not recorded); the failure
-	// keeps its state, and a RETRY_PENDING one is due again later.
-	OutcomeFailed Outcome = "failed"
-	// OutcomeExhausted: the scheduler moved the failure to PERMANENT because its retries are
-	// exhausted, without sending it.
-	OutcomeExhausted Outcome = "exhausted"
+	OutcomeResent    = resendtype.OutcomeResent
+	OutcomeNotFound  = resendtype.OutcomeNotFound
+	OutcomeConflict  = resendtype.OutcomeConflict
+	OutcomeFailed    = resendtype.OutcomeFailed
+	OutcomeExhausted = resendtype.OutcomeExhausted
 )
 
-// ManualRequest says who asks for a manual resend and why; both go to the audit log.
-type ManualRequest struct {
-	// Principal is the operator (or API client) asking. Required.
-	Principal string
-	// Reason is the operator's explanation. Optional.
-	Reason string
-	// Details are added to the details of every audit entry written (e.g. a bulk action's id).
-	Details map[string]any
-	// TargetTopic, when set, sends the records to this topic instead of their original one
-	// (partitioned by key).
-	TargetTopic string
-}
+// ManualRequest says who asks for a manual resend and why (resendtype.ManualRequest).
+type ManualRequest = resendtype.ManualRequest
 
-// ItemResult is the outcome of a manual resend for one id.
-type ItemResult struct {
-	ID      uuid.UUID
-	Outcome Outcome
-	// State is the failure's state before the request; empty when not found.
-	State store.State
-	// Error says why the outcome is not OutcomeResent; empty otherwise.
-	Error string
-}
+// ItemResult is the outcome of a manual resend for one id (resendtype.ItemResult).
+type ItemResult = resendtype.ItemResult
 
-// ManualResult holds one ItemResult per distinct requested id, in request order, and the count
-// of each outcome.
-type ManualResult struct {
-	Items    []ItemResult
-	Resent   int
-	NotFound int
-	Conflict int
-	Failed   int
-}
+// ManualResult holds one ItemResult per distinct requested id (resendtype.ManualResult).
+type ManualResult = resendtype.ManualResult
 
 // Resender resends failures by id on an operator's request: from RETRY_PENDING or PERMANENT,
 // rate limited, with an audit log entry per id. It is safe for concurrent use.
@@ -299,22 +267,11 @@ func summarize(items []ItemResult) ManualResult {
 	return res
 }
 
-// HeaderRevision names, on a resent record, the revision (an operator's repair) it carries
-// instead of the stored original.
-const HeaderRevision = "redrive-revision"
+// HeaderRevision names, on a resent record, the revision it carries (resendtype.HeaderRevision).
+const HeaderRevision = resendtype.HeaderRevision
 
-// Revision is what a repair sends instead of the stored original: the record as the operator
-// edited it, to Topic.
-type Revision struct {
-	// ID names the revision; the record carries it in the HeaderRevision header.
-	ID    int64
-	Topic string
-	Key   []byte // nil for a null key
-	Value []byte // nil for a null value (a tombstone)
-	// Headers are the record's headers in order (the resend headers are added as for any
-	// resend).
-	Headers []avro.Header
-}
+// Revision is what a repair sends instead of the stored original (resendtype.Revision).
+type Revision = resendtype.Revision
 
 // ResendRevision resends the failure with id as rev says instead of as stored, like ResendIDs
 // does for one id (claim, rate limit, RESENT on the broker's acknowledgement, an audit entry

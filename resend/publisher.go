@@ -12,11 +12,12 @@ import (
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/kafkalog"
+	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
 
 // ErrClosed means the resender was shut down: Run returned.
-var ErrClosed = errors.New("resender closed")
+var ErrClosed = resendtype.ErrClosed
 
 // errNoReport means the producer gave no delivery report in time; the record may still arrive.
 var errNoReport = errors.New("no delivery report within the send timeout")

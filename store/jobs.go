@@ -277,8 +277,8 @@ var jobTransitions = map[string]struct {
 }
 
 // ChangeJobState pauses, resumes or cancels a job (op "pause", "resume" or "cancel") and
-// audits it. A running job's instance notices at its next batch. A state that does not allow
-// op is a *JobStateError.
+// audits it. A running job's instance notices within its heartbeat (package jobs). A state
+// that does not allow op is a *JobStateError.
 func (s *Store) ChangeJobState(ctx context.Context, id uuid.UUID, op, principal string, now time.Time) (*Job, error) {
 	tr, ok := jobTransitions[op]
 	if !ok {

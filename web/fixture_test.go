@@ -51,7 +51,9 @@ type fixture struct {
 	srv     *httptest.Server
 	// kafka is the cluster retries go to; nil when the fixture does not resend.
 	kafka *testkit.Cluster
-	ids   []uuid.UUID
+	// resender is the core's resender; nil when the fixture does not resend.
+	resender *resend.Resender
+	ids      []uuid.UUID
 	// groups are the group ids of the failures of ids[0] (billing) and ids[2] (shipping).
 	groups [2]int64
 }
@@ -109,7 +111,8 @@ func newFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 		for _, topic := range []string{"orders", "shipments"} {
 			f.kafka.CreateTopic(t, topic, 1)
 		}
-		cfg.Resender = startResender(t, f.store, f.kafka)
+		f.resender = startResender(t, f.store, f.kafka)
+		cfg.Resender = f.resender
 	}
 	if f.core, err = operator.New(cfg); err != nil {
 		t.Fatal(err)

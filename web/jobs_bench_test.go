@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -45,11 +46,13 @@ func benchJobHandler(b *testing.B) (http.Handler, uuid.UUID) {
 	if _, err := core.StartJob(ctx, p.Job.ID, p.Token, operator.Reader{Principal: "bench"}); err != nil {
 		b.Fatal(err)
 	}
+	runner, err := jobs.New(jobs.Config{Store: st, Owner: "bench", PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() {
-		done <- core.RunJobs(rctx, operator.JobRunnerConfig{Owner: "bench", PollInterval: 10 * time.Millisecond})
-	}()
+	go func() { done <- runner.Run(rctx) }()
 	for deadline := time.Now().Add(5 * time.Minute); ; {
 		j, err := core.Job(ctx, p.Job.ID, operator.Reader{})
 		if err != nil {

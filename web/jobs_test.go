@@ -19,6 +19,7 @@ import (
 
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/store"
 )
@@ -47,7 +48,8 @@ func newJobsFixtureWith(t *testing.T, opts fixtureOptions, now func() time.Time)
 			return run, err
 		}}
 	if opts.resend {
-		cfg.Resender = startResender(t, f.store, f.kafka)
+		f.resender = startResender(t, f.store, f.kafka)
+		cfg.Resender = f.resender
 	}
 	core, err := operator.New(cfg)
 	if err != nil {
@@ -74,11 +76,17 @@ func newJobsFixtureWith(t *testing.T, opts fixtureOptions, now func() time.Time)
 
 // runJobs runs the core's job runner until the test ends.
 func (f *fixture) runJobs() {
+	var pub jobs.Publisher
+	if f.resender != nil {
+		pub = f.resender
+	}
+	runner, err := jobs.New(jobs.Config{Store: f.store, Publisher: pub, Owner: "web-test", PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		f.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- f.core.RunJobs(ctx, operator.JobRunnerConfig{Owner: "web-test", PollInterval: 20 * time.Millisecond})
-	}()
+	go func() { done <- runner.Run(ctx) }()
 	f.t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
@@ -366,7 +374,7 @@ func TestJobsListAndInput(t *testing.T) {
 		want   string
 	}{
 		{"rate not a number", "POST", "/jobs/preview", url.Values{"action": {"retry"}, "id": {f.ids[0].String()}, "rate_limit": {"fast"}}, 400, `rate_limit: &#34;fast&#34; is not a number`},
-		{"rate too high", "POST", "/jobs/preview", url.Values{"action": {"close"}, "reason": {"r"}, "id": {f.ids[0].String()}, "rate_limit": {"1e9"}}, 400, "rate_limit: 1e&#43;09 is not between 0"},
+		{"rate too high", "POST", "/jobs/preview", url.Values{"action": {"close"}, "reason": {"r"}, "id": {f.ids[0].String()}, "rate_limit": {"1e9"}}, 400, "rate_limit: 1e&#43;09 items per second is not between"},
 		{"empty filter", "POST", "/jobs/preview", url.Values{"action": {"close"}, "reason": {"r"}, "scope": {"all"}}, 400, "filter: empty: a job by filter needs at least one criterion"},
 		{"bad filter", "POST", "/jobs/new", url.Values{"action": {"close"}, "scope": {"all"}, "state": {"GONE"}}, 400, "state:"},
 		{"retry without resender", "POST", "/jobs/preview", url.Values{"action": {"retry"}, "id": {f.ids[0].String()}}, 503, "cannot do this now"},

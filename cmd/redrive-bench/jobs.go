@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/store"
@@ -72,11 +73,14 @@ func benchJobs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	runner, err := jobs.New(jobs.Config{Store: st, Publisher: sched.Resender(), Owner: "bench", PollInterval: 20 * time.Millisecond,
+		BatchSize: *batch, Logger: discard})
+	if err != nil {
+		return err
+	}
 	rctx, stopRunner := context.WithCancel(ctx)
 	runnerDone := make(chan error, 1)
-	go func() {
-		runnerDone <- core.RunJobs(rctx, operator.JobRunnerConfig{Owner: "bench", PollInterval: 20 * time.Millisecond, BatchSize: *batch})
-	}()
+	go func() { runnerDone <- runner.Run(rctx) }()
 	defer func() { stopRunner(); <-runnerDone }()
 
 	fmt.Printf("jobs benchmark: a retry job over %d stored failures of %d bytes, 3 stored headers, %d partitions, batch %d\n",

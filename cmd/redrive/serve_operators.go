@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/intake"
+	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/notify"
 	"github.com/redrive/redrive/operator"
@@ -313,9 +314,11 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	if err != nil {
 		return fmt.Errorf("operator core: %w", err)
 	}
-	s.components = append(s.components, component{name: "jobs", run: func(ctx context.Context) error {
-		return core.RunJobs(ctx, operator.JobRunnerConfig{Owner: sched.InstanceID() + "/jobs"})
-	}})
+	runner, err := jobs.New(jobs.Config{Store: s.store, Publisher: sched.Resender(), Owner: sched.InstanceID() + "/jobs", Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	s.components = append(s.components, component{name: "jobs", run: runner.Run})
 	// The notifier runs without webhooks too: it takes the waiting events and drops them, so
 	// that they do not pile up.
 	var hooks []notify.Webhook
