@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -224,7 +225,8 @@ type OIDC struct {
 	doc     *discovery
 	tried   time.Time
 	lastErr error
-	contact time.Time // the provider last answered then
+	// contact is when the provider last answered (Unix nanoseconds).
+	contact atomic.Int64
 }
 
 // NewOIDC returns an OIDC for cfg; a configuration that is not valid is an error naming what
@@ -264,7 +266,7 @@ func (o *OIDC) discover(ctx context.Context) (*discovery, error) {
 	}
 	d.keys = &keySet{url: d.JWKSURL, client: o.cfg.HTTPClient, now: o.cfg.Now,
 		maxAge: o.cfg.KeysMaxAge, refetchEvery: o.cfg.KeysRefetchInterval}
-	o.doc, o.contact = d, o.cfg.Now()
+	o.doc = d
 	return d, nil
 }
 
@@ -319,9 +321,7 @@ func (o *OIDC) get(ctx context.Context, addr, bearer string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
-	o.mu.Lock()
-	o.contact = o.cfg.Now()
-	o.mu.Unlock()
+	o.contact.Store(o.cfg.Now().UnixNano())
 	return body, nil
 }
 
@@ -334,10 +334,7 @@ func (o *OIDC) Reachable(ctx context.Context) error {
 	if _, err := o.discover(ctx); err != nil {
 		return err
 	}
-	o.mu.Lock()
-	recent := o.cfg.Now().Sub(o.contact) < reachableFor
-	o.mu.Unlock()
-	if recent {
+	if o.cfg.Now().Sub(time.Unix(0, o.contact.Load())) < reachableFor {
 		return nil
 	}
 	_, err, _ := o.probe.Do("probe", func() (any, error) {
