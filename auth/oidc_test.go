@@ -1,9 +1,11 @@
 package auth_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -386,10 +388,22 @@ func TestOIDCClaimLayouts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := newOIDC(t, p, func(cfg *auth.OIDCConfig) { cfg.RolesClaim = c.claim; cfg.Scopes = c.scopes; cfg.DefaultRole = c.def })
+			var logged bytes.Buffer
+			o := newOIDC(t, p, func(cfg *auth.OIDCConfig) {
+				cfg.RolesClaim = c.claim
+				cfg.Scopes = c.scopes
+				cfg.DefaultRole = c.def
+				cfg.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+			})
 			done, err := signIn(t, p, o, c.user, "pw-"+c.user)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// A user with none of the configured claims is a warning naming the claims there.
+			warned := strings.Contains(logged.String(), "none of the configured role claims")
+			if none := c.user == "nobody" || c.name == "Okta/Dex groups without the scope"; warned != none ||
+				(none && !strings.Contains(logged.String(), "claims_present=")) {
+				t.Errorf("warning logged %v, want %v: %s", warned, none, logged.String())
 			}
 			if done.Principal.Role != c.want || done.Principal.Display != c.user || done.IDToken == "" ||
 				done.Principal.Name != auth.OIDCName(p.Issuer(), done.Principal.Subject, c.user) {
