@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -204,8 +205,8 @@ func (c operatorConfig) backoff() resend.Backoff {
 }
 
 // authConfig builds the authentication of the API and the UI from the flags, reading the
-// token file.
-func (c operatorConfig) authConfig() (auth.Config, error) {
+// token file; log receives the OpenID Connect warnings.
+func (c operatorConfig) authConfig(log *slog.Logger) (auth.Config, error) {
 	cfg := auth.Config{
 		ProxyUserHeader: c.ProxyUserHeader, ProxyGroupsHeader: c.ProxyGroupsHeader, InsecureNoAuth: c.InsecureNoAuth,
 	}
@@ -246,7 +247,7 @@ func (c operatorConfig) authConfig() (auth.Config, error) {
 		cfg.OIDC, err = auth.NewOIDC(auth.OIDCConfig{IssuerURL: o.IssuerURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
 			RedirectURL: o.RedirectURL, Audience: o.Audience, RolesClaim: o.RolesClaim, RoleMapping: roles, ClockSkew: o.ClockSkew,
 			Scopes: strings.Fields(strings.ReplaceAll(o.Scopes, ",", " ")), DefaultRole: def,
-			KeysMaxAge: o.KeysMaxAge, KeysRefetchInterval: o.KeysRefetch})
+			KeysMaxAge: o.KeysMaxAge, KeysRefetchInterval: o.KeysRefetch, Logger: log})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("REDRIVE_OIDC_* (-oidc-*): %w", err))
 		}
@@ -265,7 +266,7 @@ func (c operatorConfig) authConfig() (auth.Config, error) {
 // authenticator.
 func (s *service) buildOperators(ctx context.Context, registry schemaregistry.Client, re *intake.Reactivator) error {
 	oc := s.cfg.Operators
-	authCfg, err := oc.authConfig()
+	authCfg, err := oc.authConfig(s.log)
 	if err != nil {
 		return err
 	}
