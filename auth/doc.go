@@ -8,7 +8,6 @@
 //   - A trusted authenticating proxy (e.g. oauth2-proxy): from the configured addresses only,
 //     the user and groups headers name the principal and its role ([ParseProxyRoles]). A user
 //     name that is empty once control characters and invalid UTF-8 are dropped is refused.
-//
 //   - OpenID Connect ([NewOIDC]): the UI's sign-in (authorization code flow with PKCE) and JWT
 //     access tokens on the API. Tokens are verified here, not by a library with leeways of
 //     its own: a signature by a key of the provider's key set (cached for a bounded lifetime
