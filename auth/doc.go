@@ -1,6 +1,6 @@
 // Package auth decides who sends a request and what they may do: the roles (viewer, operator,
 // admin, ordered), the [Principal] written to the audit log, and one [Authenticator] that the
-// REST API and the web UI share. It knows two ways in:
+// REST API and the web UI share. It knows these ways in:
 //
 //   - Bearer tokens ("name:role:secret", see [ParseTokens] and [LoadTokenFile]). Only the
 //     SHA-256 hash of a secret is kept, and a presented token is compared with every
@@ -22,8 +22,7 @@
 // Every principal's audit name says where it came from ([AuditName], [OIDCName]): "token:ada",
 // "proxy:ada", "oidc:<issuer>#<subject> (ada)". A proxy identity takes precedence over a token
 // on the same request. An unreachable provider is [ErrProviderUnavailable] (the API answers
-// 503), never a refusal. With
-// [Config.InsecureNoAuth] and nothing else configured, every request is the admin
-// "anonymous" (demos only). Every failure to authenticate wraps [ErrUnauthenticated]; its text
+// 503), never a refusal. With [Config.InsecureNoAuth] and nothing else configured, every
+// request is the admin "anonymous" (demos only). Every failure to authenticate wraps [ErrUnauthenticated]; its text
 // is safe to show to the client and holds no secret.
 package auth
