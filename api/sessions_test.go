@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -85,8 +86,38 @@ func TestJWTBearerOnTheAPI(t *testing.T) {
 	if r := e.do("GET", "/api/v1/stats", idToken, nil); r.status != 401 || !strings.Contains(r.problem(t).Detail, "ID token") {
 		t.Errorf("ID token: %d %s", r.status, r.body)
 	}
+	// 20 junk tokens with unknown key ids, sent by anyone: 401 each, no fetch of the keys
+	// within the refetch interval.
+	junk := testkit.OIDCProviderKey(t)
+	before := p.JWKSFetches()
+	for i := range 20 {
+		tok := p.Token(map[string]any{"sub": "x", "aud": "api://redrive"}, testkit.TokenOptions{Key: junk, KeyID: fmt.Sprintf("junk-%d", i)})
+		if r := e.do("GET", "/api/v1/stats", tok, nil); r.status != 401 {
+			t.Fatalf("junk token: %d", r.status)
+		}
+	}
+	if n := p.JWKSFetches(); n != before {
+		t.Errorf("20 junk tokens made %d fetches of the keys, want 0", n-before)
+	}
+	// The provider rotates and withdraws the old key: once the cached keys expired, a token
+	// of the withdrawn key is refused (401) and one of the new key accepted.
+	oldKID := p.SigningKID()
+	p.RotateKey()
+	p.Withdraw(oldKID)
+	stolen := p.Token(map[string]any{"sub": "mallory", "aud": "api://redrive", "groups": []string{"redrive-operators"}},
+		testkit.TokenOptions{KeyID: oldKID, Type: "JWT"})
+	if r := e.do("GET", "/api/v1/stats", stolen, nil); r.status != 200 {
+		t.Errorf("old key within the cache's life: %d", r.status)
+	}
+	skew.Store(int64(61 * time.Second))
+	if r := e.do("GET", "/api/v1/stats", stolen, nil); r.status != 401 || !strings.Contains(r.problem(t).Detail, "unknown signing key") {
+		t.Errorf("withdrawn key after the cache's life: %d %s", r.status, r.body)
+	}
+	if _, fresh := p.Tokens("alice", "alice-password"); e.do("GET", "/api/v1/stats", fresh, nil).status != 200 {
+		t.Errorf("access token of the new key refused")
+	}
 	p.SetDown(true)
-	skew.Store(int64(2 * time.Minute))
+	skew.Store(int64(3 * time.Minute))
 	r := e.do("GET", "/api/v1/stats", access, nil)
 	if r.status != 503 || r.header.Get("Retry-After") == "" || !strings.Contains(r.problem(t).Detail, "identity provider is unreachable") {
 		t.Errorf("access token with the provider down: %d %s", r.status, r.body)
