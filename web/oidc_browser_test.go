@@ -113,14 +113,24 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 	waitAcrossNavigations(t, ctx, "the groups page after signing in with the rotated key",
 		`location.pathname === "/groups" && document.readyState === "complete" && !!document.getElementById("principal")`)
 
-	// An admin revokes the session: the next page asks to sign in.
+	// An admin (the break-glass token, in a browser of their own) revokes the session on the
+	// sessions page: the next page of the user asks to sign in.
+	admin := tab(t)
+	login(t, admin, f.base, adminToken)
+	do(t, admin, chromedp.Navigate(f.base+"/sessions"), chromedp.WaitVisible(chromedp.ID("sessions")))
+	screenshot(t, admin, "sessions.png")
 	list, err := f.sessions.List(context.Background(), 10)
-	if err != nil || len(list) != 1 {
+	if err != nil || len(list) != 2 {
 		t.Fatalf("sessions %+v, %v", list, err)
 	}
-	if _, err := f.sessions.Revoke(context.Background(), list[0].ID); err != nil {
-		t.Fatal(err)
+	var victim string
+	for _, s := range list {
+		if s.Principal.Display == "alice" {
+			victim = s.ID
+		}
 	}
+	clickAndWait(t, admin, "#revoke-"+victim)
+	waitUntil(t, admin, "the revocation's notice", `!!document.getElementById("revoked")`)
 	do(t, ctx, chromedp.Navigate(f.base+"/failures"))
 	waitAcrossNavigations(t, ctx, "the login page after the revocation",
 		`location.pathname === "/login" && !!document.getElementById("token")`)
