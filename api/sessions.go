@@ -63,7 +63,7 @@ func (a *api) revokeSession(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, "id", "no such session")
 		return
 	}
-	s, err := a.cfg.Sessions.Revoke(r.Context(), chi.URLParam(r, "id"))
+	s, err := a.cfg.Sessions.Revoke(r.Context(), chi.URLParam(r, "id"), principal(r).Name)
 	if errors.Is(err, auth.ErrSessionNotFound) {
 		writeProblem(w, r, http.StatusNotFound, "id", "no such session (ended, expired or never started)")
 		return

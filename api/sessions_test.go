@@ -62,6 +62,11 @@ func TestSessionsEndpoints(t *testing.T) {
 	if list, _ := sessions.List(ctx, 10); len(list) != 0 {
 		t.Errorf("sessions after the revocation: %+v", list)
 	}
+	var by, of string
+	if err := e.pool.QueryRow(ctx, `SELECT principal, details->>'of' FROM audit_log WHERE action = 'session_revoke'`).Scan(&by, &of); err != nil ||
+		by != "token:ada" || of != "oidc:https://idp.example#u-1 (alice)" {
+		t.Errorf("audit of the revocation: %q %q (%v)", by, of, err)
+	}
 }
 
 // The API accepts the certified provider's access tokens for a configured audience, refuses

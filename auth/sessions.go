@@ -43,8 +43,9 @@ type SessionStore interface {
 	TouchSession(ctx context.Context, hash [32]byte, now time.Time) error
 	// DeleteSessionByHash ends the session of hash and returns it, or ErrSessionNotFound.
 	DeleteSessionByHash(ctx context.Context, hash [32]byte) (Session, error)
-	// DeleteSession ends the session with public id, or returns ErrSessionNotFound.
-	DeleteSession(ctx context.Context, id string) (Session, error)
+	// DeleteSession ends the session with public id, revoked by the principal named by (an
+	// audit name), and records that in the audit log; ErrSessionNotFound when there is none.
+	DeleteSession(ctx context.Context, id, by string) (Session, error)
 	// ListSessions returns up to limit sessions that expire after now, the most recently
 	// started first.
 	ListSessions(ctx context.Context, now time.Time, limit int) ([]Session, error)
@@ -178,13 +179,13 @@ func (s *Sessions) End(ctx context.Context, secret string) (Session, error) {
 	return s.cfg.Store.DeleteSessionByHash(ctx, hashSecret(secret))
 }
 
-// Revoke ends the session with public id (an administrator's revocation) and returns it;
-// ErrSessionNotFound when there is none.
-func (s *Sessions) Revoke(ctx context.Context, id string) (Session, error) {
+// Revoke ends the session with public id (an administrator's revocation, by the principal
+// named by, recorded in the audit log) and returns it; ErrSessionNotFound when there is none.
+func (s *Sessions) Revoke(ctx context.Context, id, by string) (Session, error) {
 	if !validSessionID(id) {
 		return Session{}, ErrSessionNotFound
 	}
-	return s.cfg.Store.DeleteSession(ctx, id)
+	return s.cfg.Store.DeleteSession(ctx, id, by)
 }
 
 // List returns the live sessions, the most recently started first, at most limit (1 to

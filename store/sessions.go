@@ -55,9 +55,32 @@ func (s *Store) DeleteSessionByHash(ctx context.Context, hash [32]byte) (auth.Se
 	return scanSession(s.pool.QueryRow(ctx, `DELETE FROM ui_sessions WHERE secret_hash = $1 RETURNING `+sessionColumns, hash[:]))
 }
 
-// DeleteSession ends the session with public id and returns it, or auth.ErrSessionNotFound.
-func (s *Store) DeleteSession(ctx context.Context, id string) (auth.Session, error) {
-	return scanSession(s.pool.QueryRow(ctx, `DELETE FROM ui_sessions WHERE id = $1::uuid RETURNING `+sessionColumns, id))
+// AuditActionSessionRevoke is the audit action of an administrator's revocation of a UI
+// session; its details name the session and its principal.
+const AuditActionSessionRevoke = "session_revoke"
+
+// DeleteSession ends the session with public id, revoked by the principal named by, and
+// records the revocation in the audit log in the same transaction; auth.ErrSessionNotFound
+// when there is no such session.
+func (s *Store) DeleteSession(ctx context.Context, id, by string) (auth.Session, error) {
+	var sess auth.Session
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		sess, err = scanSession(tx.QueryRow(ctx, `DELETE FROM ui_sessions WHERE id = $1::uuid RETURNING `+sessionColumns, id))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO audit_log (action, principal, details) VALUES ($1, $2, jsonb_build_object('session', $3::text, 'of', $4::text))`,
+			AuditActionSessionRevoke, by, sess.ID, sess.Principal.Name)
+		if err != nil {
+			return fmt.Errorf("audit the revocation: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return auth.Session{}, err
+	}
+	return sess, nil
 }
 
 // ListSessions returns up to limit sessions that expire after now, the most recently started

@@ -52,7 +52,7 @@ func TestSessions(t *testing.T) {
 	if n, err := s.DeleteExpiredSessions(ctx, now.Add(3*time.Minute)); err != nil || n != 1 {
 		t.Errorf("DeleteExpiredSessions = %d, %v", n, err)
 	}
-	if _, err := s.DeleteSession(ctx, "00000000-0000-4000-8000-00000000000b"); !errors.Is(err, auth.ErrSessionNotFound) {
+	if _, err := s.DeleteSession(ctx, "00000000-0000-4000-8000-00000000000b", "token:root"); !errors.Is(err, auth.ErrSessionNotFound) {
 		t.Errorf("delete an expired and removed session: %v", err)
 	}
 	if got, err := s.DeleteSessionByHash(ctx, a); err != nil || got.Principal.Display != "alice" {

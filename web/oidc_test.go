@@ -346,6 +346,10 @@ func TestSessionRevokeAndExpiry(t *testing.T) {
 	if resp, _ := user.do("GET", "/groups", nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the revoked session on the first instance: %d, want the sign-in page", resp.StatusCode)
 	}
+	var by string
+	if err := f.pool.QueryRow(context.Background(), `SELECT principal FROM audit_log WHERE action = 'session_revoke' AND details->>'session' = $1`, id).Scan(&by); err != nil || by != "token:ada" {
+		t.Fatalf("audit of the revocation: %q (%v)", by, err)
+	}
 	if resp, _ := admin.do("POST", "/sessions/"+id+"/revoke", url.Values{"csrf": {tok}}); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("revoking twice: %d", resp.StatusCode)
 	}

@@ -46,7 +46,7 @@ func (h *handler) postRevokeSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	sess, err := h.cfg.Sessions.Revoke(r.Context(), id)
+	sess, err := h.cfg.Sessions.Revoke(r.Context(), id, sessionFrom(r.Context()).principal.Name)
 	switch {
 	case errors.Is(err, auth.ErrSessionNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no such session: it has ended already.")
