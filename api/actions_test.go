@@ -65,7 +65,7 @@ func TestRetryAndCloseOne(t *testing.T) {
 		t.Fatalf("close = %d %s", r.status, r.body)
 	}
 	var by, reason string
-	if err := e.pool.QueryRow(context.Background(), "SELECT closed_by, closed_reason FROM failures WHERE id = $1", permanent).Scan(&by, &reason); err != nil || by != "otto" || reason != "duplicate of OPS-1" {
+	if err := e.pool.QueryRow(context.Background(), "SELECT closed_by, closed_reason FROM failures WHERE id = $1", permanent).Scan(&by, &reason); err != nil || by != "token:otto" || reason != "duplicate of OPS-1" {
 		t.Errorf("closed_by %q reason %q (%v)", by, reason, err)
 	}
 	if r = e.do("POST", "/api/v1/failures/"+permanent.String()+"/close", operatorToken, map[string]string{"reason": "x"}); r.status != 409 {
@@ -133,7 +133,7 @@ func TestBulkByIDs(t *testing.T) {
 	}
 	var n int
 	if err := e.pool.QueryRow(context.Background(), `SELECT count(DISTINCT details->>'bulk_id') FROM audit_log
-		WHERE action = 'close' AND principal = 'otto' AND reason = 'noise' AND failure_id = ANY($1)`, []uuid.UUID{c, d}).Scan(&n); err != nil || n != 1 {
+		WHERE action = 'close' AND principal = 'token:otto' AND reason = 'noise' AND failure_id = ANY($1)`, []uuid.UUID{c, d}).Scan(&n); err != nil || n != 1 {
 		t.Errorf("bulk close audit: %d bulk ids (%v), want 1", n, err)
 	}
 }

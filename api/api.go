@@ -49,6 +49,9 @@ type Config struct {
 	InlinePayloadBytes int
 	// RepairRole is the role that may repair failures (edit and resend). Defaults to admin.
 	RepairRole auth.Role
+	// Sessions are the UI's server-side sessions that admins list (GET /sessions) and revoke
+	// (DELETE /sessions/{id}). Defaults to none: the list is empty.
+	Sessions *auth.Sessions
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -153,6 +156,8 @@ func (a *api) routes() chi.Router {
 				r.Get("/notifications", a.listNotifications)
 				r.Post("/dead-letters/reactivations", a.reactivate)
 				r.Post("/failures/import", a.importFailures)
+				r.Get("/sessions", a.listSessions)
+				r.Delete("/sessions/{id}", a.revokeSession)
 			})
 		})
 	})
@@ -175,10 +180,17 @@ func (a *api) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// authenticate stores the request's principal in its context, or answers 401.
+// authenticate stores the request's principal in its context, or answers 401; 503 when a
+// token cannot be verified because the OpenID provider (its keys) is unreachable.
 func (a *api) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := a.auth.Authenticate(r)
+		if errors.Is(err, auth.ErrProviderUnavailable) {
+			a.log.Warn("api: a JWT cannot be verified: the OpenID provider is unavailable", "error", err)
+			w.Header().Set("Retry-After", "30")
+			writeProblem(w, r, http.StatusServiceUnavailable, "", "the identity provider is unreachable, so the token cannot be verified; try again later or use a static API token")
+			return
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
 			writeProblem(w, r, http.StatusUnauthorized, "", authDetail(err))

@@ -85,8 +85,8 @@ func TestRolesOnEveryRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mutating != 14 {
-		t.Errorf("checked %d mutating routes, want 14", mutating)
+	if mutating != 15 {
+		t.Errorf("checked %d mutating routes, want 15", mutating)
 	}
 	// The roles that may mutate do.
 	if r := e.do("PATCH", "/api/v1/groups/"+itoa(groupID), operatorToken, `{"note": "by operator"}`); r.status != 200 {
@@ -149,7 +149,7 @@ func TestTrustedProxy(t *testing.T) {
 		t.Fatalf("operator via proxy = %d %s", r.status, r.body)
 	}
 	var by string
-	if err := e.pool.QueryRow(t.Context(), "SELECT principal FROM audit_log WHERE action = 'close'").Scan(&by); err != nil || by != "sam@example.com" {
+	if err := e.pool.QueryRow(t.Context(), "SELECT principal FROM audit_log WHERE action = 'close'").Scan(&by); err != nil || by != "proxy:sam@example.com" {
 		t.Errorf("audit principal = %q (%v)", by, err)
 	}
 }

@@ -270,7 +270,7 @@ func TestGetFailure(t *testing.T) {
 		t.Errorf("attempts = %+v", d.Attempts)
 	}
 	// The close (this read of the payload is recorded after the audit is read).
-	if len(d.Audit) != 1 || d.Audit[0].Action != "close" || d.Audit[0].Principal != "otto" || *d.Audit[0].Reason != "known" {
+	if len(d.Audit) != 1 || d.Audit[0].Action != "close" || d.Audit[0].Principal != "token:otto" || *d.Audit[0].Reason != "known" {
 		t.Errorf("audit = %+v", d.Audit)
 	}
 	if *d.Message.Type != "OrderCreated" {
@@ -501,7 +501,7 @@ func TestPayloadPermissionAndMasking(t *testing.T) {
 		}
 	}
 	var views int
-	if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM audit_log WHERE failure_id = $1 AND action = 'payload_view' AND principal = 'vera'", id).Scan(&views); err != nil || views != 4 {
+	if err := e.pool.QueryRow(context.Background(), "SELECT count(*) FROM audit_log WHERE failure_id = $1 AND action = 'payload_view' AND principal = 'token:vera'", id).Scan(&views); err != nil || views != 4 {
 		t.Errorf("%d payload views audited (%v), want 4", views, err)
 	}
 	// The resend publishes the original.

@@ -87,7 +87,7 @@ func TestGroups(t *testing.T) {
 		} `json:"audit"`
 	}
 	r.json(t, &d)
-	if r.status != 200 || d.ID != a || len(d.Audit) != 2 || d.Audit[0].Action != "group_update" || d.Audit[1].Principal != "otto" {
+	if r.status != 200 || d.ID != a || len(d.Audit) != 2 || d.Audit[0].Action != "group_update" || d.Audit[1].Principal != "token:otto" {
 		t.Errorf("GET group = %d %s", r.status, r.body)
 	}
 	if r = e.do("PATCH", "/api/v1/groups/999999", operatorToken, `{"note": "x"}`); r.status != 404 {

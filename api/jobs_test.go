@@ -410,7 +410,7 @@ func TestRepair(t *testing.T) {
 		t.Errorf("the original changed: %q %v", stored, err)
 	}
 	r = e.do("GET", path+"/revisions", viewerToken, nil)
-	if r.status != 200 || !strings.Contains(string(r.body), `"reason":"decimal comma"`) || !strings.Contains(string(r.body), `"principal":"ada"`) {
+	if r.status != 200 || !strings.Contains(string(r.body), `"reason":"decimal comma"`) || !strings.Contains(string(r.body), `"principal":"token:ada"`) {
 		t.Errorf("revisions = %d %s", r.status, r.body)
 	}
 	if e.state(id) != store.StateResent {

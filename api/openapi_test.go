@@ -61,7 +61,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json documents %s, which is not routed", d)
 		}
 	}
-	if len(routed) != 30 {
+	if len(routed) != 32 {
 		t.Errorf("%d routes: %v", len(routed), routed)
 	}
 	// Served as it is embedded, without credentials.

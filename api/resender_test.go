@@ -41,7 +41,7 @@ func TestRetryWithResender(t *testing.T) {
 	}
 	var principal, reason string
 	if err := e.pool.QueryRow(ctx, "SELECT principal, reason FROM audit_log WHERE failure_id = $1 AND action = 'retry'", id).Scan(&principal, &reason); err != nil ||
-		principal != "otto" || reason != "consumer fixed" {
+		principal != "token:otto" || reason != "consumer fixed" {
 		t.Errorf("audit: %q %q (%v)", principal, reason, err)
 	}
 	if r = e.do("POST", "/api/v1/failures/"+closed.String()+"/retry", operatorToken, nil); r.status != 409 {

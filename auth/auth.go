@@ -86,8 +86,14 @@ func ParseRole(s string) (Role, error) {
 
 // Principal is who sent a request: the name written to the audit log, and the role.
 type Principal struct {
-	// Name identifies the principal: a token's name, or the user a trusted proxy names.
+	// Name identifies the principal in the audit log, and says where the identity came from
+	// (see AuditName and OIDCName): "token:ada" for the token named ada, "proxy:ada" for the
+	// user a trusted proxy names ada, "oidc:<issuer>#<subject> (<display name>)" for an OpenID
+	// Connect user, "anonymous" without authentication. No two principals share a name.
 	Name string
+	// Display is the name shown to the user: the token's name, the proxy's user, the OIDC
+	// user's preferred_username (or name, e-mail, subject).
+	Display string
 	// Role is what the principal may do.
 	Role Role
 	// Method is how the principal was authenticated: MethodToken, MethodProxy, MethodOIDC or
@@ -214,7 +220,7 @@ func NewAuthenticator(cfg Config) (*Authenticator, error) {
 }
 
 // anonymous is the principal of every request with Config.InsecureNoAuth.
-var anonymous = Principal{Name: "anonymous", Role: RoleAdmin, Payload: true, Method: MethodNone}
+var anonymous = Principal{Name: "anonymous", Display: "anonymous", Role: RoleAdmin, Payload: true, Method: MethodNone}
 
 // Authenticate returns the principal of r: a trusted proxy's user, else the bearer token of
 // the Authorization header. The error wraps ErrUnauthenticated.
@@ -247,9 +253,30 @@ func (a *Authenticator) Token(secret string) (Principal, error) {
 		return Principal{}, fmt.Errorf("%w: empty token", ErrUnauthenticated)
 	}
 	if t, ok := a.lookup(secret); ok {
-		return Principal{Name: t.Name, Role: t.Role, Payload: t.Payload || t.Role == RoleAdmin, Method: MethodToken}, nil
+		p, _ := a.TokenNamed(t.Name)
+		return p, nil
 	}
 	return Principal{}, fmt.Errorf("%w: unknown token", ErrUnauthenticated)
+}
+
+// DisplayName returns the name to show the user: Display, else Name.
+func (p Principal) DisplayName() string {
+	if p.Display != "" {
+		return p.Display
+	}
+	return p.Name
+}
+
+// TokenNamed returns the principal of the configured token named name, and whether there is
+// one: a UI session started with a token follows the token's present role, and ends with it.
+func (a *Authenticator) TokenNamed(name string) (Principal, bool) {
+	for _, t := range a.cfg.Tokens {
+		if t.Name == name {
+			return Principal{Name: AuditName(MethodToken, t.Name), Display: t.Name, Role: t.Role,
+				Payload: t.Payload || t.Role == RoleAdmin, Method: MethodToken}, true
+		}
+	}
+	return Principal{}, false
 }
 
 // Ambient returns the principal that r carries without any credential of its own: the user a
@@ -304,7 +331,7 @@ func (a *Authenticator) fromProxy(r *http.Request) (Principal, bool, error) {
 		}
 	}
 	g := grantOf(groups, a.cfg.ProxyRoles, Grant{Role: a.cfg.ProxyDefaultRole})
-	return Principal{Name: user, Role: g.Role, Payload: g.Payload, Method: MethodProxy}, true, nil
+	return Principal{Name: AuditName(MethodProxy, user), Display: user, Role: g.Role, Payload: g.Payload, Method: MethodProxy}, true, nil
 }
 
 func (a *Authenticator) trusted(remoteAddr string) bool {

@@ -128,9 +128,9 @@ func TestAuthenticator(t *testing.T) {
 		t.Fatal(err)
 	}
 	for header, want := range map[string]string{
-		"Bearer " + operatorToken:      "otto operator token",
-		"bearer " + adminToken:         "ada admin token",
-		"Bearer " + viewerToken:        "vera viewer token",
+		"Bearer " + operatorToken:      "token:otto operator token",
+		"bearer " + adminToken:         "token:ada admin token",
+		"Bearer " + viewerToken:        "token:vera viewer token",
 		"":                             "no bearer token",
 		"Bearer":                       "not \"Bearer <token>\"",
 		"Basic dXNlcjpwYXNz":           "not \"Bearer <token>\"",
@@ -153,7 +153,7 @@ func TestAuthenticator(t *testing.T) {
 			t.Errorf("%q: %q, want %q", header, got, want)
 		}
 	}
-	if p, err := a.Token("  " + operatorToken + " "); err != nil || p.Name != "otto" {
+	if p, err := a.Token("  " + operatorToken + " "); err != nil || p.Name != "token:otto" || p.DisplayName() != "otto" {
 		t.Errorf("Token = %+v, %v", p, err)
 	}
 	if _, err := a.Token(""); err == nil {
@@ -189,7 +189,7 @@ func TestProxyIdentityMustNameSomeone(t *testing.T) {
 	req.RemoteAddr = "192.0.2.9:1"
 	req.Header.Set("X-Forwarded-User", "  sam\u202e@example.com\x00 ")
 	req.Header.Set("X-Forwarded-Groups", "sre")
-	if p, ok, err := a.Ambient(req); err != nil || !ok || p.Name != "sam@example.com" || p.Role != auth.RoleOperator {
+	if p, ok, err := a.Ambient(req); err != nil || !ok || p.Name != "proxy:sam@example.com" || p.Display != "sam@example.com" || p.Role != auth.RoleOperator {
 		t.Errorf("cleaned user = %+v, %v, %v", p, ok, err)
 	}
 	// The same headers from an untrusted address count for nothing.

@@ -31,11 +31,13 @@
 //
 // # Security
 //
-// A user signs in with an API token, kept in an HttpOnly, SameSite=Strict cookie and verified
-// on every request by the [auth.Authenticator] that the API shares, or, with Config.OIDC, at
-// the OpenID provider (authorization code flow with PKCE; the sign-in in progress and then the
-// principal are kept in cookies sealed with AES-GCM under a key derived from the session key,
-// see oidc.go; the token form stays for when the provider is down); behind a trusted proxy the
+// A user signs in with an API token, verified by the [auth.Authenticator] that the API shares,
+// or, with Config.OIDC, at the OpenID provider (authorization code flow with PKCE; the sign-in
+// in progress is kept in a cookie sealed with AES-GCM under a key derived from the session key,
+// see oidc.go; the token form stays for when the provider is down). Either starts a
+// server-side session (Config.Sessions): the browser holds only its random secret, so that a
+// sign-out or an admin's revocation (the sessions page) ends it at once on every instance and
+// a replayed cookie is refused (session.go, sessions_page.go). Behind a trusted proxy the
 // proxy's identity is used instead, and a trusted proxy that sends no usable user name gets a
 // 401 page, never a session. Every POST carries a CSRF token, an HMAC of the session cookie,
 // and is refused when a browser says it comes from another site. Every value is escaped by

@@ -128,7 +128,11 @@ func newFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wcfg := Config{Core: f.core, Auth: a, Logger: quiet, PageSize: 2}
+	sessions, err := auth.NewSessions(auth.SessionsConfig{Store: f.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wcfg := Config{Core: f.core, Auth: a, Logger: quiet, PageSize: 2, Sessions: sessions}
 	if opts.web != nil {
 		opts.web(&wcfg)
 	}

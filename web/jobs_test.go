@@ -66,7 +66,11 @@ func newJobsFixtureWith(t *testing.T, opts fixtureOptions, now func() time.Time)
 		t.Fatal(err)
 	}
 	f.core = core
-	if f.handler, err = New(Config{Core: core, Auth: a, Logger: quiet, PageSize: 2, Now: now}); err != nil {
+	sessions, err := auth.NewSessions(auth.SessionsConfig{Store: f.store, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.handler, err = New(Config{Core: core, Auth: a, Logger: quiet, PageSize: 2, Now: now, Sessions: sessions}); err != nil {
 		t.Fatal(err)
 	}
 	f.srv = httptest.NewServer(f.handler)

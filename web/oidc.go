@@ -5,33 +5,29 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/redrive/redrive/auth"
 )
 
 // OpenID Connect sign-in: GET /auth/login sends the browser to the provider (authorization
-// code flow with PKCE), GET /auth/callback verifies its answer and starts a session whose
-// principal a sealed cookie holds. The provider's tokens are not kept.
+// code flow with PKCE), GET /auth/callback verifies its answer and starts a server-side
+// session (auth.Sessions). Of the provider's tokens only the ID token is kept, with the
+// session, to be sent as id_token_hint at sign-out.
 
-// Defaults and bounds of the OIDC fields of Config.
+// Defaults of the OIDC fields of Config.
 const (
-	DefaultOIDCName          = "single sign-on"
-	DefaultOIDCSessionMaxAge = 8 * time.Hour
-	MaxOIDCSessionMaxAge     = 7 * 24 * time.Hour
+	DefaultOIDCName = "single sign-on"
 	// signInMaxAge is how long a sign-in started at /auth/login may take to come back.
 	signInMaxAge = 10 * time.Minute
 )
 
-// Cookie names and sealing purposes of OIDC sign-in.
+// Cookie name and sealing purpose of OIDC sign-in.
 const (
 	// signInCookie holds the sign-in in progress (state, nonce, PKCE verifier, next), sealed;
 	// only the callback path receives it.
 	signInCookie = "redrive_oidc_signin"
 	signInPath   = "/auth/"
-	// oidcSessionCookie holds the signed-in principal and the session's expiry, sealed.
-	oidcSessionCookie = "redrive_oidc_session"
 )
 
 func (c *Config) oidcDefaults(bad func(format string, args ...any)) {
@@ -40,12 +36,6 @@ func (c *Config) oidcDefaults(bad func(format string, args ...any)) {
 	}
 	if visible(c.OIDCName) != c.OIDCName || len(c.OIDCName) > 100 {
 		bad("OIDCName %q has invisible characters or more than 100 bytes", c.OIDCName)
-	}
-	if c.OIDCSessionMaxAge == 0 {
-		c.OIDCSessionMaxAge = DefaultOIDCSessionMaxAge
-	}
-	if c.OIDCSessionMaxAge < time.Minute || c.OIDCSessionMaxAge > MaxOIDCSessionMaxAge {
-		bad("OIDCSessionMaxAge %s is not between 1m and %s", c.OIDCSessionMaxAge, MaxOIDCSessionMaxAge)
 	}
 }
 
@@ -58,15 +48,6 @@ type signInState struct {
 	Expires  int64  `json:"ex"`
 }
 
-// oidcSession is the sealed content of oidcSessionCookie.
-type oidcSession struct {
-	Name    string `json:"n"`
-	Subject string `json:"s"`
-	Role    string `json:"r"`
-	Payload bool   `json:"p"`
-	Expires int64  `json:"e"`
-}
-
 // oidcCookie returns a cookie of OIDC sign-in: HttpOnly, Secure as configured, SameSite=Lax
 // (the provider's redirect to the callback, and the callback's redirect to the page asked
 // for, are cross-site navigations that a Strict cookie would miss).
@@ -77,37 +58,15 @@ func (h *handler) oidcCookie(r *http.Request, name, path, value string, maxAge i
 	return c
 }
 
-// oidcPrincipal returns the principal of the request's OIDC session cookie. A cookie that is
-// forged, changed, sealed under another key or expired ends the session: it is cleared and the
-// request is anonymous.
-func (h *handler) oidcPrincipal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
-	if h.cfg.OIDC == nil {
-		return auth.Principal{}, false
-	}
-	c, err := r.Cookie(oidcSessionCookie)
-	if err != nil || c.Value == "" {
-		return auth.Principal{}, false
-	}
-	var s oidcSession
-	ok := h.unseal(oidcSessionCookie, c.Value, &s)
-	role, roleErr := auth.ParseRole(s.Role)
-	if !ok || roleErr != nil || strings.TrimSpace(s.Name) == "" || !h.cfg.Now().Before(time.Unix(s.Expires, 0)) {
-		http.SetCookie(w, h.oidcCookie(r, oidcSessionCookie, "/", "", -1))
-		return auth.Principal{}, false
-	}
-	return auth.Principal{Name: s.Name, Subject: s.Subject, Role: role, Payload: s.Payload || role == auth.RoleAdmin,
-		Method: auth.MethodOIDC}, true
-}
-
-// endSessionURL returns the provider's address that ends its session and sends the browser
-// back to the sign-in page, or "" when the provider has none or cannot be reached (the sign-out
+// endSessionURL returns the provider's address that ends its session (with the ID token as
+// id_token_hint) and sends the browser back to OIDCPostLogoutURL (by default the sign-in page), or "" when the provider has none or cannot be reached (the sign-out
 // here has happened anyway).
-func (h *handler) endSessionURL(r *http.Request) string {
-	back := ""
-	if origin := h.cfg.OIDC.Origin(); origin != "" {
+func (h *handler) endSessionURL(r *http.Request, idToken string) string {
+	back := h.cfg.OIDCPostLogoutURL
+	if origin := h.cfg.OIDC.Origin(); back == "" && origin != "" {
 		back = origin + "/login"
 	}
-	end, err := h.cfg.OIDC.EndSessionURL(r.Context(), back)
+	end, err := h.cfg.OIDC.EndSessionURL(r.Context(), back, idToken)
 	if err != nil {
 		h.cfg.Logger.Warn("web: sign-out at the identity provider skipped", "error", err)
 		return ""
@@ -156,8 +115,8 @@ var providerError = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // getOIDCCallback finishes a sign-in: the state must be the one of the sign-in cookie, the
 // provider must exchange the code for a valid ID token (auth.OIDC.Exchange), and its user must
-// have a role. It then starts a session until the ID token expires or OIDCSessionMaxAge has
-// passed.
+// have a role. It then starts a server-side session until the ID token expires or the
+// sessions' MaxAge has passed.
 func (h *handler) getOIDCCallback(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.OIDC == nil {
 		h.notFound(w, r)
@@ -195,13 +154,14 @@ func (h *handler) getOIDCCallback(w http.ResponseWriter, r *http.Request) {
 		h.signInRefused(w, r, next, http.StatusUnauthorized, "The identity provider sent no authorization code. Start the sign-in again.")
 		return
 	}
-	p, expiry, err := h.cfg.OIDC.Exchange(r.Context(), auth.SignIn{State: in.State, Nonce: in.Nonce, Verifier: in.Verifier}, code)
+	in2 := auth.SignIn{State: in.State, Nonce: in.Nonce, Verifier: in.Verifier}
+	done, err := h.cfg.OIDC.Exchange(r.Context(), in2, code)
 	switch {
 	case errors.Is(err, auth.ErrProviderUnavailable):
 		h.providerUnreachable(w, r, next, err)
 		return
 	case errors.Is(err, auth.ErrUnauthenticated):
-		// The error names what failed (never a token).
+		// The error names what failed (the provider's OAuth error, never a token).
 		h.cfg.Logger.Warn("web: OIDC sign-in refused", "error", err)
 		h.signInRefused(w, r, next, http.StatusUnauthorized,
 			"The identity provider's answer could not be verified, so you are not signed in. Start the sign-in again; if this keeps happening, the server's log says why.")
@@ -212,37 +172,30 @@ func (h *handler) getOIDCCallback(w http.ResponseWriter, r *http.Request) {
 			"The identity provider's answer could not be used; the error has been logged. Try again later, or sign in with an API token.")
 		return
 	}
+	p := done.Principal
 	if p.Role == auth.RoleNone {
 		h.cfg.Logger.Info("web: OIDC user without a role", "principal", p.Name)
 		h.render(w, r, http.StatusForbidden, "error", http.StatusText(http.StatusForbidden), errorPage{
-			Message: "You signed in as " + p.Name + ", but no redrive role is granted to you: you need at least the viewer role " +
+			Message: "You signed in as " + p.DisplayName() + ", but no redrive role is granted to you: you need at least the viewer role " +
 				"(or operator or admin). Ask an administrator to add you to a group that redrive maps to a role.",
 		})
 		return
 	}
-	now := h.cfg.Now()
-	until := now.Add(h.cfg.OIDCSessionMaxAge)
-	if !expiry.IsZero() && expiry.Before(until) {
-		until = expiry
-	}
-	if !now.Before(until) {
-		h.cfg.Logger.Warn("web: OIDC sign-in with an ID token that has expired", "principal", p.Name, "expiry", expiry)
+	if !h.cfg.Now().Before(done.Expiry) {
+		h.cfg.Logger.Warn("web: OIDC sign-in with an ID token that has expired", "principal", p.Name, "expiry", done.Expiry)
 		h.signInRefused(w, r, next, http.StatusUnauthorized,
 			"The identity provider issued an ID token that has already expired; the clocks of the provider and of this server may differ.")
 		return
 	}
-	sealed, err := h.seal(oidcSessionCookie, oidcSession{Name: p.Name, Subject: p.Subject, Role: p.Role.String(),
-		Payload: p.CanReadPayload(), Expires: until.Unix()})
+	if old := sessionFrom(r.Context()).secret; old != "" {
+		_, _ = h.cfg.Sessions.End(r.Context(), old) // a new sign-in replaces the one before
+	}
+	sess, err := h.startSession(w, r, auth.NewSession{Principal: p, Until: done.Expiry, IDToken: done.IDToken})
 	if err != nil {
 		h.serverError(w, r, "OIDC sign-in", err)
 		return
 	}
-	// A new session id at sign-in, so that a session id planted before cannot ride on it; and
-	// no token cookie of an earlier sign-in.
-	http.SetCookie(w, h.cookie(r, sessionCookie, newSessionID(), 0))
-	http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))
-	http.SetCookie(w, h.oidcCookie(r, oidcSessionCookie, "/", sealed, int(until.Sub(now)/time.Second)))
-	h.cfg.Logger.Info("web: login", "principal", p.Name, "role", p.Role.String(), "method", auth.MethodOIDC, "until", until)
+	h.cfg.Logger.Info("web: login", "principal", p.Name, "role", p.Role.String(), "method", auth.MethodOIDC, "session", sess.ID, "until", sess.Expires)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

@@ -26,6 +26,8 @@ var pageNames = []string{"overview", "failures", "failure", "confirm", "result",
 	"repair",
 	// The way out of an OIDC session through the provider's end-session endpoint.
 	"signedout",
+	// The signed-in sessions, for administrators.
+	"sessions",
 }
 
 // The pages of jobs and of the reactivation of the own dead-letter topic.

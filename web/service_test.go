@@ -135,7 +135,11 @@ func newService(t *testing.T) *service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Config{Core: core, Auth: a, Logger: logger})
+	sessions, err := auth.NewSessions(auth.SessionsConfig{Store: s.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Core: core, Auth: a, Logger: logger, Sessions: sessions})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,19 +7,27 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/redrive/redrive/auth"
 )
 
 // Cookie names.
 const (
-	// sessionCookie holds a random session id; the CSRF token is an HMAC of it.
+	// sessionCookie holds a random id of the browser, signed in or not; the CSRF token is an
+	// HMAC of it.
 	sessionCookie = "redrive_session"
-	// tokenCookie holds the API token entered at login.
-	tokenCookie = "redrive_token"
+	// authCookie holds the secret of a signed-in server-side session (auth.Sessions): the
+	// session ends for every instance when its row goes, whatever cookie is replayed.
+	authCookie = "redrive_auth"
+	// legacyTokenCookie and legacyOIDCCookie held a sign-in in earlier versions; they are
+	// cleared when seen and never believed.
+	legacyTokenCookie = "redrive_token"
+	legacyOIDCCookie  = "redrive_oidc_session"
 	// csrfField is the hidden form field carrying the CSRF token.
 	csrfField = "csrf"
 )
@@ -34,9 +42,12 @@ type session struct {
 	principal auth.Principal
 	// authed is true when principal is set; ambient when it came with the request itself (a
 	// trusted proxy's user, or the anonymous admin of an unauthenticated demo) rather than
-	// from the token entered at sign-in, so that there is nothing to sign out of.
+	// from a sign-in, so that there is nothing to sign out of.
 	authed  bool
 	ambient bool
+	// secret is the signed-in session's cookie secret, and signedIn its server-side record.
+	secret   string
+	signedIn auth.Session
 }
 
 func sessionFrom(ctx context.Context) *session {
@@ -75,8 +86,8 @@ func (h *handler) cookie(r *http.Request, name, value string, maxAge int) *http.
 }
 
 // withSession makes sure the request has a session id (issuing one when it has none) and
-// identifies its principal, by trusted proxy first, then by the OIDC session cookie, then by
-// the token cookie.
+// identifies its principal: a trusted proxy's user first, else the server-side session whose
+// secret the auth cookie holds (a token or OIDC sign-in).
 func (h *handler) withSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := &session{}
@@ -104,40 +115,81 @@ func (h *handler) withSession(next http.Handler) http.Handler {
 		case ok:
 			s.principal, s.authed, s.ambient = p, true, true
 		default:
-			// OIDC sign-in: a sealed cookie holds the principal.
-			if p, ok := h.oidcPrincipal(w, r); ok {
-				s.principal, s.authed = p, true
+			for _, name := range []string{legacyTokenCookie, legacyOIDCCookie} {
+				if _, err := r.Cookie(name); err == nil {
+					http.SetCookie(w, h.oidcCookie(r, name, "/", "", -1))
+				}
+			}
+			c, err := r.Cookie(authCookie)
+			if err != nil || c.Value == "" || h.cfg.Sessions == nil {
 				break
 			}
-			if token := tokenFromCookie(r); token != "" {
-				p, err := h.cfg.Auth.Token(token)
-				switch {
-				case err == nil:
-					s.principal, s.authed = p, true
-				case errors.Is(err, auth.ErrUnauthenticated):
-					http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))
-				default:
-					h.serverError(w, r, "authenticate", err)
-					return
+			sess, err := h.cfg.Sessions.Lookup(r.Context(), c.Value)
+			if err == nil {
+				p, ok := h.current(sess.Principal)
+				if !ok {
+					// The token of a token sign-in is no longer configured: the session ends.
+					_, _ = h.cfg.Sessions.End(r.Context(), c.Value)
+					err = auth.ErrSessionNotFound
 				}
+				sess.Principal = p
+			}
+			switch {
+			case err == nil:
+				s.principal, s.authed, s.secret, s.signedIn = sess.Principal, true, c.Value, sess
+			case errors.Is(err, auth.ErrSessionNotFound):
+				// Signed out, revoked, expired or never issued: the cookie is cleared and the
+				// request is anonymous.
+				http.SetCookie(w, h.authSessionCookie(r, "", -1))
+			default:
+				h.serverError(w, r, "session", err)
+				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// tokenFromCookie returns the API token kept in the request's cookie (base64url, so that any
-// token fits a cookie value), or "".
-func tokenFromCookie(r *http.Request) string {
-	c, err := r.Cookie(tokenCookie)
-	if err != nil || c.Value == "" {
-		return ""
+// current returns the principal of a stored session as it is now: a token session takes the
+// token's present role, and ends (false) when the token is no longer configured.
+func (h *handler) current(p auth.Principal) (auth.Principal, bool) {
+	if p.Method != auth.MethodToken {
+		return p, true
 	}
-	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	return h.cfg.Auth.TokenNamed(p.Display)
+}
+
+// authSessionCookie returns the cookie of a signed-in session: HttpOnly, Secure as configured,
+// SameSite=Lax (the provider's redirect to the callback, and the callback's redirect to the
+// page asked for, are cross-site navigations that a Strict cookie would miss; the forms carry a
+// CSRF token).
+func (h *handler) authSessionCookie(r *http.Request, value string, maxAge int) *http.Cookie {
+	return h.oidcCookie(r, authCookie, "/", value, maxAge)
+}
+
+// startSession starts a server-side session for n and sets its cookie, with a new session id
+// for the CSRF token (so that an id planted before cannot ride on the sign-in).
+func (h *handler) startSession(w http.ResponseWriter, r *http.Request, n auth.NewSession) (auth.Session, error) {
+	if h.cfg.Sessions == nil {
+		return auth.Session{}, errors.New("signing in needs server-side sessions (web.Config.Sessions)")
+	}
+	n.UserAgent, n.RemoteAddr = r.UserAgent(), clientAddr(r)
+	secret, sess, err := h.cfg.Sessions.Start(r.Context(), n)
 	if err != nil {
-		return ""
+		return auth.Session{}, err
 	}
-	return string(b)
+	http.SetCookie(w, h.cookie(r, sessionCookie, newSessionID(), 0))
+	http.SetCookie(w, h.authSessionCookie(r, secret, int(sess.Expires.Sub(h.cfg.Now())/time.Second)+1))
+	return sess, nil
+}
+
+// clientAddr returns the client's address without the port.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // validSessionID reports whether v looks like an id from newSessionID.
@@ -251,11 +303,15 @@ func (h *handler) postLogin(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, "login", err)
 		return
 	}
-	// A new session id at login, so that a session id planted before cannot ride on it.
-	http.SetCookie(w, h.cookie(r, sessionCookie, newSessionID(), 0))
-	http.SetCookie(w, h.cookie(r, tokenCookie, base64.RawURLEncoding.EncodeToString([]byte(token)), 0))
-	http.SetCookie(w, h.oidcCookie(r, oidcSessionCookie, "/", "", -1)) // a token sign-in replaces an OIDC one
-	h.cfg.Logger.Info("web: login", "principal", p.Name, "role", p.Role.String())
+	if old := sessionFrom(r.Context()).secret; old != "" {
+		_, _ = h.cfg.Sessions.End(r.Context(), old) // a new sign-in replaces the one before
+	}
+	sess, err := h.startSession(w, r, auth.NewSession{Principal: p})
+	if err != nil {
+		h.serverError(w, r, "login", err)
+		return
+	}
+	h.cfg.Logger.Info("web: login", "principal", p.Name, "role", p.Role.String(), "method", p.Method, "session", sess.ID, "until", sess.Expires)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -265,16 +321,26 @@ func (h *handler) postLogout(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, http.StatusForbidden, "The form has expired or did not come from this site. Reload the page and try again.")
 		return
 	}
-	_, signedInWithOIDC := h.oidcPrincipal(w, r)
-	http.SetCookie(w, h.cookie(r, tokenCookie, "", -1))
+	var ended auth.Session
+	if secret := sessionFrom(r.Context()).secret; secret != "" {
+		var err error
+		ended, err = h.cfg.Sessions.End(r.Context(), secret)
+		if err != nil && !errors.Is(err, auth.ErrSessionNotFound) {
+			h.serverError(w, r, "logout", err)
+			return
+		}
+		if err == nil {
+			h.cfg.Logger.Info("web: logout", "principal", ended.Principal.Name, "session", ended.ID)
+		}
+	}
 	http.SetCookie(w, h.cookie(r, sessionCookie, "", -1))
-	http.SetCookie(w, h.oidcCookie(r, oidcSessionCookie, "/", "", -1))
-	if signedInWithOIDC {
+	http.SetCookie(w, h.authSessionCookie(r, "", -1))
+	if ended.Principal.Method == auth.MethodOIDC && h.cfg.OIDC != nil {
 		// Our session has ended; the provider's is ended too when it says how, else the next
 		// sign-in would pass without asking for credentials. A redirect of this form's answer
 		// to another site would break the policy's form-action 'self', so a page sends the
 		// browser on (a refresh, and a link).
-		if end := h.endSessionURL(r); end != "" {
+		if end := h.endSessionURL(r, ended.IDToken); end != "" {
 			anon := r.WithContext(context.WithValue(r.Context(), sessionKey{}, &session{}))
 			h.render(w, anon, http.StatusOK, "signedout", "Signed out", signedOutPage{EndSession: end, Provider: h.cfg.OIDCName})
 			return

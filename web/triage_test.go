@@ -233,7 +233,7 @@ func TestPostRedirectGet(t *testing.T) {
 			t.Fatalf("result %d: %d", i, resp.StatusCode)
 		}
 		mustContain(t, "result", body, `<strong id="done-count">1</strong> closed`, `<strong id="count-conflict">1</strong>`,
-			`By olivia at`, `<a href="/failures/`+f.ids[3].String()+`">`)
+			`By token:olivia at`, `<a href="/failures/`+f.ids[3].String()+`">`)
 		// Back to where the action started, the list (and the nav's link to it): each once.
 		if strings.Count(body, `href="/failures/`+id+`"`) != 1 || strings.Count(body, `href="/failures"`) != 2 || strings.Contains(body, `id="back-to-failure"`) {
 			t.Errorf("result links are duplicated:\n%s", body)
@@ -306,7 +306,7 @@ func TestGroupPagesFilterAndShow(t *testing.T) {
 	}
 	_, body := op.do("GET", loc, nil)
 	mustContain(t, "group page", body, `id="group-total">(2 failures)`, `<code class="hash">`+hash+`</code>`,
-		`id="group-audit"`, "group_update", "ticket</span>: none → OPS-7", "note</span>: none → vendor bug", `<td>olivia</td>`,
+		`id="group-audit"`, "group_update", "ticket</span>: none → OPS-7", "note</span>: none → vendor bug", `<td>token:olivia</td>`,
 		`cannot decode &lt;b&gt;orders&lt;/b&gt;`, `<a href="/failures?group_id=`+strconv.FormatInt(billing, 10)+`" id="group-in-list">`,
 		`action="/groups/`+strconv.FormatInt(billing, 10)+`"`)
 	if rows := rowIDs(body); len(rows) != 2 || rows[0] != f.ids[1].String() {

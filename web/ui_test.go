@@ -45,8 +45,8 @@ func TestBrowser(t *testing.T) {
 		if who := text(t, ctx, "#principal") + "/" + text(t, ctx, "#role"); who != "olivia/operator" {
 			t.Fatalf("signed in as %q", who)
 		}
-		if js := eval[bool](t, ctx, `document.cookie.includes("redrive_token")`); js {
-			t.Fatal("the token cookie is readable by scripts")
+		if js := eval[bool](t, ctx, `document.cookie.includes("redrive_auth")`); js {
+			t.Fatal("the session cookie is readable by scripts")
 		}
 		do(t, ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("svg.chart")))
 		open := len(s.seedList) // every seeded failure is open (RETRY_PENDING or PERMANENT)
@@ -304,7 +304,7 @@ func TestBrowser(t *testing.T) {
 			Scan(&action, &principal, &reason); err != nil {
 			t.Fatal(err)
 		}
-		if action != store.AuditActionClose || principal != "olivia" || reason != "OrderCancelled is handled by the cancellation service" {
+		if action != store.AuditActionClose || principal != "token:olivia" || reason != "OrderCancelled is handled by the cancellation service" {
 			t.Fatalf("audit_log row: %s %s %q", action, principal, reason)
 		}
 	})

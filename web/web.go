@@ -65,9 +65,15 @@ type Config struct {
 	// OIDCName names the provider on the login page: "Sign in with <OIDCName>". Defaults to
 	// "single sign-on".
 	OIDCName string
-	// OIDCSessionMaxAge bounds an OIDC session: it ends at the ID token's expiry or this long
-	// after sign-in, whichever comes first. Defaults to 8h, at most 7 days.
-	OIDCSessionMaxAge time.Duration
+	// OIDCPostLogoutURL is where the provider sends the browser after its sign-out
+	// (post_logout_redirect_uri; Microsoft Entra ID accepts only a registered one). Defaults
+	// to the sign-in page at the origin of the OIDC redirect URL.
+	OIDCPostLogoutURL string
+	// Sessions keeps the signed-in sessions of the token form and of OIDC sign-in
+	// server-side (in Postgres), so that a sign-out or an administrator's revocation ends a
+	// session on every instance at once. Required for signing in; without it only a trusted
+	// proxy's users (or the anonymous admin of a demo) get in.
+	Sessions *auth.Sessions
 }
 
 // Defaults of Config.
@@ -170,6 +176,9 @@ func (h *handler) routes() {
 	// OIDC sign-in.
 	m.HandleFunc("GET /auth/login", h.getOIDCLogin)
 	m.HandleFunc("GET /auth/callback", h.getOIDCCallback)
+	// Server-side sessions (sessions_page.go).
+	m.HandleFunc("GET /sessions", h.requireRole(auth.RoleAdmin, h.getSessions))
+	m.HandleFunc("POST /sessions/{id}/revoke", h.requireRole(auth.RoleAdmin, h.postRevokeSession))
 
 	m.HandleFunc("GET /{$}", h.requireRole(auth.RoleViewer, h.getOverview))
 	m.HandleFunc("GET /failures", h.requireRole(auth.RoleViewer, h.getFailures))

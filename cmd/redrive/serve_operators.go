@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -77,6 +78,8 @@ type jiraFlags struct {
 type oidcFlags struct {
 	IssuerURL, ClientID, ClientSecret, RedirectURL, Audience, RolesClaim, Roles string
 	ClockSkew                                                                   time.Duration
+	Scopes, DefaultRole, PostLogoutURL                                          string
+	KeysMaxAge, KeysRefetch, SessionMaxAge                                      time.Duration
 }
 
 // defineOperatorFlags registers the operator flags on ef; validate after parsing.
@@ -127,7 +130,13 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	oidcClaim := ef.String("oidc-roles-claim", "REDRIVE_OIDC_ROLES_CLAIM", auth.DefaultRolesClaim, "claim holding the user's groups or roles")
 	oidcRoles := ef.String("oidc-roles", "REDRIVE_OIDC_ROLES", "", "value=role mappings of the roles claim, comma-separated")
 	oidcName := ef.String("oidc-provider-name", "REDRIVE_OIDC_PROVIDER_NAME", "single sign-on", "the provider's name on the UI's sign-in button (\"Sign in with NAME\")")
-	oidcSkew := ef.Duration("oidc-clock-skew", "REDRIVE_OIDC_CLOCK_SKEW", auth.DefaultClockSkew, "how far past its expiry a token is still accepted (at most 5m)")
+	oidcSkew := ef.Duration("oidc-clock-skew", "REDRIVE_OIDC_CLOCK_SKEW", auth.DefaultClockSkew, "how far past its expiry (and before its nbf and iat) a token is still accepted; exactly this, at most 5m")
+	oidcScopes := ef.String("oidc-scopes", "REDRIVE_OIDC_SCOPES", strings.Join(auth.DefaultScopes, " "), "scopes asked for at sign-in, space- or comma-separated (openid is always added; Dex and Okta need groups for the groups claim)")
+	oidcDefaultRole := ef.String("oidc-default-role", "REDRIVE_OIDC_DEFAULT_ROLE", "", "role of an OIDC user whose claims map to none (viewer, operator or admin); empty: none, refused everything")
+	oidcKeysMaxAge := ef.Duration("oidc-jwks-max-age", "REDRIVE_OIDC_JWKS_MAX_AGE", auth.DefaultKeysMaxAge, "longest time the provider's signing keys are used before they are fetched again (a shorter Cache-Control max-age wins); a withdrawn key is refused within it")
+	oidcKeysRefetch := ef.Duration("oidc-jwks-refetch-interval", "REDRIVE_OIDC_JWKS_REFETCH_INTERVAL", auth.DefaultKeysRefetchInterval, "shortest time between two fetches of the keys caused by tokens with an unknown key id")
+	oidcPostLogout := ef.String("oidc-post-logout-redirect-url", "REDRIVE_OIDC_POST_LOGOUT_REDIRECT_URL", "", "where the provider sends the browser after its sign-out (register it at the provider); empty: the sign-in page at the redirect URL's origin")
+	sessionMaxAge := ef.Duration("ui-session-max-age", "REDRIVE_UI_SESSION_MAX_AGE", auth.DefaultSessionMaxAge, "longest life of a UI sign-in (token or OIDC; an OIDC one ends at the ID token's expiry when sooner), at most 168h")
 	return func() (operatorConfig, []error) {
 		c := operatorConfig{
 			RepairRole: *repairRole, RepairTopics: *repairTopics,
@@ -135,7 +144,9 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 				Summary: *jiraSummary, Description: *jiraDesc, LinkTemplate: *ticketLink},
 			MaskingRules: *maskingRules, WebhooksFile: *webhooks, WebhooksAllowLinkLocal: *allowLinkLocal, NotifyThreshold: *threshold, NotifyWindow: *window, PublicURL: *publicURL,
 			OIDC: oidcFlags{IssuerURL: *oidcIssuer, ClientID: *oidcClient, ClientSecret: *oidcSecret, RedirectURL: *oidcRedirect,
-				Audience: *oidcAudience, RolesClaim: *oidcClaim, Roles: *oidcRoles, ClockSkew: *oidcSkew},
+				Audience: *oidcAudience, RolesClaim: *oidcClaim, Roles: *oidcRoles, ClockSkew: *oidcSkew,
+				Scopes: *oidcScopes, DefaultRole: *oidcDefaultRole, PostLogoutURL: *oidcPostLogout,
+				KeysMaxAge: *oidcKeysMaxAge, KeysRefetch: *oidcKeysRefetch, SessionMaxAge: *sessionMaxAge},
 			OIDCName:    *oidcName,
 			ServiceName: *serviceName, ResendInterval: *interval, ResendBatch: *batch, ResendConcurrency: *concurrency,
 			ResendPartition: *partition, RetryBase: *retryBase, RetryMax: *retryMax, RetryMaxAttempts: *retryAttempts,
@@ -195,8 +206,8 @@ func (c operatorConfig) backoff() resend.Backoff {
 }
 
 // authConfig builds the authentication of the API and the UI from the flags, reading the
-// token file.
-func (c operatorConfig) authConfig() (auth.Config, error) {
+// token file; log receives the OpenID Connect warnings.
+func (c operatorConfig) authConfig(log *slog.Logger) (auth.Config, error) {
 	cfg := auth.Config{
 		ProxyUserHeader: c.ProxyUserHeader, ProxyGroupsHeader: c.ProxyGroupsHeader, InsecureNoAuth: c.InsecureNoAuth,
 	}
@@ -228,8 +239,16 @@ func (c operatorConfig) authConfig() (auth.Config, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("REDRIVE_OIDC_ROLES (-oidc-roles): %w", err))
 		}
+		var def auth.Role
+		if o.DefaultRole != "" {
+			if def, err = auth.ParseRole(o.DefaultRole); err != nil {
+				errs = append(errs, fmt.Errorf("REDRIVE_OIDC_DEFAULT_ROLE (-oidc-default-role): %w", err))
+			}
+		}
 		cfg.OIDC, err = auth.NewOIDC(auth.OIDCConfig{IssuerURL: o.IssuerURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
-			RedirectURL: o.RedirectURL, Audience: o.Audience, RolesClaim: o.RolesClaim, RoleMapping: roles, ClockSkew: o.ClockSkew})
+			RedirectURL: o.RedirectURL, Audience: o.Audience, RolesClaim: o.RolesClaim, RoleMapping: roles, ClockSkew: o.ClockSkew,
+			Scopes: strings.Fields(strings.ReplaceAll(o.Scopes, ",", " ")), DefaultRole: def,
+			KeysMaxAge: o.KeysMaxAge, KeysRefetchInterval: o.KeysRefetch, Logger: log})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("REDRIVE_OIDC_* (-oidc-*): %w", err))
 		}
@@ -248,7 +267,7 @@ func (c operatorConfig) authConfig() (auth.Config, error) {
 // authenticator.
 func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re *intake.Reactivator) error {
 	oc := s.cfg.Operators
-	authCfg, err := oc.authConfig()
+	authCfg, err := oc.authConfig(s.log)
 	if err != nil {
 		return err
 	}
@@ -343,7 +362,12 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	if err != nil || repairRole < auth.RoleOperator {
 		return fmt.Errorf("REDRIVE_REPAIR_ROLE (-repair-role): %q is not operator or admin", oc.RepairRole)
 	}
-	apiHandler, err := api.New(api.Config{Core: core, Auth: authn, Logger: s.log, Registerer: s.registry, RepairRole: repairRole})
+	sessions, err := auth.NewSessions(auth.SessionsConfig{Store: s.store, MaxAge: oc.OIDC.SessionMaxAge})
+	if err != nil {
+		return fmt.Errorf("REDRIVE_UI_SESSION_MAX_AGE (-ui-session-max-age): %w", err)
+	}
+	apiHandler, err := api.New(api.Config{Core: core, Auth: authn, Logger: s.log, Registerer: s.registry, RepairRole: repairRole,
+		Sessions: sessions})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
@@ -355,7 +379,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	}
 	ui, err := web.New(web.Config{
 		Core: core, Auth: authn, SessionKey: key, SecureCookies: oc.UISecureCookies, Logger: s.log, RepairRole: repairRole,
-		OIDC: authCfg.OIDC, OIDCName: oc.OIDCName,
+		OIDC: authCfg.OIDC, OIDCName: oc.OIDCName, OIDCPostLogoutURL: oc.OIDC.PostLogoutURL, Sessions: sessions,
 	})
 	if err != nil {
 		return fmt.Errorf("ui: %w", err)
