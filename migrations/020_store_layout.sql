@@ -21,6 +21,10 @@
 -- exclusively: stop redrive while it runs (docs/operations.md, "Upgrading to the partitioned
 -- layout", gives its time per million failures).
 
+-- Writers wait until the migration commits (readers go on): a failure stored meanwhile would
+-- not be moved.
+LOCK TABLE failures IN EXCLUSIVE MODE;
+
 -- +goose StatementBegin
 -- redrive_partition_suffix names the partitions of the period that starts at lower.
 CREATE FUNCTION redrive_partition_suffix(lower timestamptz) RETURNS text

@@ -343,12 +343,20 @@ func seedAPIBench(ctx context.Context, pool *pgxpool.Pool, n int) error {
 		src.groups[i] = [4]any{g.id, g.service, g.typ, g.code}
 	}
 	src.stack = strings.Repeat("\tat ch.example.orders.OrderHandler.handle(OrderHandler.java:42)\n", 24)
-	// Through the failures view (its trigger writes the record, the state, the key and the
-	// stack trace once), so that the rows are those of the benchmark before the layout changed.
+	// Into the failures table of an older layout, or through the failures view (its trigger
+	// writes the record, the state, the key and the stack trace once): the same rows either way.
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"failures"}, apiBenchColumns, src); err != nil {
 		return fmt.Errorf("copy failures: %w", err)
 	}
-	if _, err := pool.Exec(ctx, "VACUUM ANALYZE failure_records, failure_states, failure_keys, failure_texts"); err != nil {
+	vacuum := "VACUUM ANALYZE failure_records, failure_states, failure_keys, failure_texts"
+	var oldLayout bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass('failure_records') IS NULL").Scan(&oldLayout); err != nil {
+		return err
+	}
+	if oldLayout { // a database before migration 020 (redrive-bench upgrade)
+		vacuum = "VACUUM ANALYZE failures"
+	}
+	if _, err := pool.Exec(ctx, vacuum); err != nil {
 		return err
 	}
 	_, err = pool.Exec(ctx, "VACUUM ANALYZE failure_groups")
