@@ -8,7 +8,8 @@
 --   failure_records  the record, written once by the intake and never updated; partitioned by
 --                    created_at (one partition per period, created ahead by housekeeping);
 --   failure_states   the narrow state of each failure: the only rows a change of state writes,
---                    with five indexes; partitioned like the records;
+--                    with five indexes; partitioned like the records (it repeats the record's
+--                    temporality and topic, which never change, for the counts);
 --   failure_keys     the idempotence key of every stored failure (unique across partitions);
 --   failure_texts    stack traces stored once per SHA-256 and referenced from the records;
 --   failures         a view that joins them into the former shape, for reading and for
@@ -147,6 +148,8 @@ CREATE TABLE failure_states (
     id                uuid        NOT NULL,
     created_at        timestamptz NOT NULL,
     group_id          bigint      NOT NULL,
+    temporality       text        NOT NULL,
+    original_topic    text        NOT NULL,
     state             text        NOT NULL,
     state_reason      text,
     next_attempt_at   timestamptz,
@@ -168,6 +171,8 @@ COMMENT ON COLUMN failure_states.state IS 'RETRY_PENDING, PERMANENT, RESENT or C
 COMMENT ON COLUMN failure_states.created_at IS 'The failure''s created_at (failure_records.created_at): the partition key.';
 COMMENT ON COLUMN failure_states.next_attempt_at IS 'When the scheduler resends a RETRY_PENDING failure.';
 COMMENT ON COLUMN failure_states.resend_failures IS 'Resends of this failure that the broker did not acknowledge.';
+COMMENT ON COLUMN failure_states.temporality IS 'The record''s temporality (never changes): counted by state without reading the records.';
+COMMENT ON COLUMN failure_states.original_topic IS 'The record''s original topic (never changes): counted by state without reading the records.';
 
 -- Rows outside every period (an old row at the upgrade, a failure carried forward from a
 -- dropped partition, a clock far off) land in the default partitions.
@@ -215,9 +220,9 @@ SELECT id, created_at, temporality, error_code, error_message, error_description
     causing_message, attempt, source_format, source_topic, source_partition, source_offset
 FROM failures;
 
-INSERT INTO failure_states (id, created_at, group_id, state, state_reason, next_attempt_at, resend_failures,
-    last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at)
-SELECT id, created_at, group_id, state, state_reason, next_attempt_at, resend_failures,
+INSERT INTO failure_states (id, created_at, group_id, temporality, original_topic, state, state_reason,
+    next_attempt_at, resend_failures, last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at)
+SELECT id, created_at, group_id, temporality, original_topic, state, state_reason, next_attempt_at, resend_failures,
     last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at
 FROM failures;
 
@@ -255,7 +260,9 @@ $$;
 -- The indexes of the state: all that a change of state writes.
 CREATE INDEX failure_states_state_created_idx ON failure_states (state, created_at, id);
 CREATE INDEX failure_states_group_created_idx ON failure_states (group_id, created_at, id);
-CREATE INDEX failure_states_group_state_idx ON failure_states (group_id, state);
+-- A group's counts by state, and the counts by state, temporality, topic and (through the group)
+-- publisher service, from this index alone.
+CREATE INDEX failure_states_group_state_idx ON failure_states (group_id, state, temporality, original_topic);
 CREATE INDEX failure_states_due_idx ON failure_states (next_attempt_at, id) WHERE state = 'RETRY_PENDING';
 
 -- failures: the former shape, for reading (the store's lists and searches, ad-hoc SQL) and for
@@ -323,9 +330,9 @@ BEGIN
             NEW.message_idempotence_id, NEW.message_created, NEW.message_system, NEW.message_service,
             NEW.message_type, NEW.message_type_version, NEW.causing_message, NEW.attempt,
             NEW.source_format, NEW.source_topic, NEW.source_partition, NEW.source_offset);
-        INSERT INTO failure_states (id, created_at, group_id, state, state_reason, next_attempt_at, resend_failures,
-            last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at)
-        VALUES (NEW.id, NEW.created_at, NEW.group_id, NEW.state, NEW.state_reason, NEW.next_attempt_at,
+        INSERT INTO failure_states (id, created_at, group_id, temporality, original_topic, state, state_reason,
+            next_attempt_at, resend_failures, last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at)
+        VALUES (NEW.id, NEW.created_at, NEW.group_id, NEW.temporality, NEW.original_topic, NEW.state, NEW.state_reason, NEW.next_attempt_at,
             NEW.resend_failures, NEW.last_resend_error, NEW.resent_at, NEW.closed_reason, NEW.closed_by,
             NEW.closed_at, NEW.updated_at);
         RETURN NEW;
@@ -342,7 +349,8 @@ BEGIN
         WHERE id = OLD.id AND created_at = OLD.created_at;
         UPDATE failure_revisions SET failure_id = NEW.id WHERE failure_id = OLD.id AND NEW.id <> OLD.id;
     END IF;
-    UPDATE failure_states SET group_id = NEW.group_id, state = NEW.state, state_reason = NEW.state_reason,
+    UPDATE failure_states SET group_id = NEW.group_id, temporality = NEW.temporality, original_topic = NEW.original_topic,
+        state = NEW.state, state_reason = NEW.state_reason,
         next_attempt_at = NEW.next_attempt_at, resend_failures = NEW.resend_failures,
         last_resend_error = NEW.last_resend_error, resent_at = NEW.resent_at, closed_reason = NEW.closed_reason,
         closed_by = NEW.closed_by, closed_at = NEW.closed_at, updated_at = NEW.updated_at

@@ -506,7 +506,7 @@ func (s *Store) StateStats(ctx context.Context) (StateStats, error) {
 	for _, state := range States {
 		st.Counts[state] = 0
 	}
-	rows, err := s.pool.Query(ctx, `SELECT state, count(*), min(created_at) FROM failures GROUP BY state`)
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*), min(created_at) FROM failure_states GROUP BY state`)
 	if err != nil {
 		return StateStats{}, fmt.Errorf("state stats: %w", err)
 	}

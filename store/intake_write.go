@@ -20,6 +20,8 @@ type ingestWrite struct {
 	// The states and keys, as parallel columns for unnest.
 	ids         []uuid.UUID
 	groupIDs    []int64
+	temporality []string
+	topics      []string
 	states      []string
 	reasons     []*string
 	nextAts     []*time.Time
@@ -47,6 +49,8 @@ func (w *ingestWrite) add(r *ingestRow, o *IngestOutcome, nextAt *time.Time, rea
 	w.records = append(w.records, r.record(o, ref, now))
 	w.ids = append(w.ids, o.ID)
 	w.groupIDs = append(w.groupIDs, o.GroupID)
+	w.temporality = append(w.temporality, string(r.in.Event.References.ErrorType.Temporality))
+	w.topics = append(w.topics, r.in.Event.References.Message.TopicName)
 	w.states = append(w.states, string(o.State))
 	w.reasons = append(w.reasons, reason)
 	w.nextAts = append(w.nextAts, nextAt)
@@ -76,9 +80,10 @@ func (w *ingestWrite) write(ctx context.Context, tx pgx.Tx, groups map[groupKey]
 	}
 	b.Queue(`INSERT INTO failure_keys (idempotence_id, failure_id, created_at)
 		SELECT k, id, $3 FROM unnest($1::text[], $2::uuid[]) AS u(k, id)`, w.idempotence, uuidArray(w.ids), now)
-	b.Queue(`INSERT INTO failure_states (id, created_at, group_id, state, state_reason, next_attempt_at, updated_at)
-		SELECT id, $6, g, st, r, n, $6 FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[]) AS u(id, g, st, r, n)`,
-		uuidArray(w.ids), w.groupIDs, w.states, w.reasons, w.nextAts, now)
+	b.Queue(`INSERT INTO failure_states (id, created_at, group_id, temporality, original_topic, state, state_reason, next_attempt_at, updated_at)
+		SELECT id, $6, g, tp, tc, st, r, n, $6
+		FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $7::text[], $8::text[]) AS u(id, g, st, r, n, tp, tc)`,
+		uuidArray(w.ids), w.groupIDs, w.states, w.reasons, w.nextAts, now, w.temporality, w.topics)
 	ids := make([]int64, 0, len(groups))
 	for _, id := range groups {
 		ids = append(ids, id)

@@ -281,9 +281,9 @@ WITH fresh AS (
 		attempt, source_format, source_topic, source_partition, source_offset
 	FROM stored
 ), states AS (
-	INSERT INTO failure_states (id, created_at, group_id, state, state_reason, next_attempt_at, resend_failures,
-		last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at)
-	SELECT id, created_at, group_id, state, state_reason, next_attempt_at, resend_failures,
+	INSERT INTO failure_states (id, created_at, group_id, temporality, original_topic, state, state_reason,
+		next_attempt_at, resend_failures, last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at)
+	SELECT id, created_at, group_id, temporality, original_topic, state, state_reason, next_attempt_at, resend_failures,
 		last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at
 	FROM stored
 )

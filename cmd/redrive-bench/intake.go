@@ -252,7 +252,7 @@ var intakeBenchColumns = []string{
 }
 
 // intakeBenchStateColumns are the failure_states columns the intake writes.
-var intakeBenchStateColumns = []string{"id", "created_at", "group_id", "state", "next_attempt_at", "updated_at"}
+var intakeBenchStateColumns = []string{"id", "created_at", "group_id", "temporality", "original_topic", "state", "next_attempt_at", "updated_at"}
 
 // intakeBenchRows returns the failure_records, failure_states and failure_keys rows of in (for
 // intakeBenchColumns, intakeBenchStateColumns and the keys' columns), and the hash of its stack
@@ -281,7 +281,8 @@ func intakeBenchRows(in store.Incoming, groupID int64, attempt int, now time.Tim
 		p.OriginalKey, p.OriginalMessage, names, values, md.EventID, md.IdempotenceID, md.Created, md.System, md.Service,
 		md.MessageTypeName, md.MessageTypeVersion, store.CausingMessage(e, in.Headers), attempt, "mpfe",
 	}
-	return record, []any{id, now, groupID, st, next, now}, []any{e.Identity.IdempotenceID, id, now}, trace
+	return record, []any{id, now, groupID, string(e.References.ErrorType.Temporality), e.References.Message.TopicName, st, next, now},
+		[]any{e.Identity.IdempotenceID, id, now}, trace
 }
 
 // intakeRawCopy writes the rows the intake writes, in one transaction: the distinct stack

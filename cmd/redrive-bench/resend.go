@@ -418,8 +418,8 @@ func resendInsertDue(ctx context.Context, pool *pgxpool.Pool, topic, label strin
 		), keys AS (
 			INSERT INTO failure_keys (idempotence_id, failure_id, created_at) SELECT idem, id, created_at FROM f
 		)
-		INSERT INTO failure_states (id, created_at, group_id, state, next_attempt_at, updated_at)
-		SELECT id, created_at, $4, 'RETRY_PENDING', $8::timestamptz, created_at FROM f`,
+		INSERT INTO failure_states (id, created_at, group_id, temporality, original_topic, state, next_attempt_at, updated_at)
+		SELECT id, created_at, $4, 'TEMPORARY', $1, 'RETRY_PENDING', $8::timestamptz, created_at FROM f`,
 		topic, n, valueSize, groupID, label, names, values, time.Now().Add(in-time.Second))
 	if err != nil {
 		return fmt.Errorf("insert %d failures: %w", n, err)
