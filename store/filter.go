@@ -314,12 +314,15 @@ func whereClause(conds []string) string {
 func (f *Filter) searchConditions(args *sqlArgs) []string {
 	var c []string
 	for _, eq := range []struct{ column, value string }{
-		{"f.event_id", f.EventID}, {"f.idempotence_id", f.IdempotenceID}, {"f.causing_message", f.CausingMessage},
-		{"f.stack_trace_hash", f.StackTraceHash},
+		{"f.event_id", f.EventID}, {"f.causing_message", f.CausingMessage}, {"f.stack_trace_hash", f.StackTraceHash},
 	} {
 		if eq.value != "" {
 			c = append(c, eq.column+" = "+args.add(eq.value))
 		}
+	}
+	if f.IdempotenceID != "" {
+		// The idempotence ids are indexed once, across partitions, in failure_keys.
+		c = append(c, "f.id = (SELECT k.failure_id FROM failure_keys k WHERE k.idempotence_id = "+args.add(f.IdempotenceID)+")")
 	}
 	if f.KeyPrefix != nil {
 		// The expression index keyPrefixExpr serves the range; the second condition is exact
