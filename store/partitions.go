@@ -156,8 +156,12 @@ const survivorSQL = `(s.state = 'RETRY_PENDING'
 // period with more than p.MaxCarry such failures waits until its range is older than both
 // ages. The audit log is kept.
 //
-// Detaching takes an ACCESS EXCLUSIVE lock on failure_records and failure_states for the rest
-// of the transaction: every statement on failures waits for it (DroppedPartition.Locked).
+// Detaching takes an ACCESS EXCLUSIVE lock on failure_records and failure_states until the
+// survivors are carried: every statement on failures waits for it (DroppedPartition.Locked).
+// The keys, revisions and groups are deleted afterwards, from the detached tables, which are
+// then dropped; a run that stopped in between is finished by the next one (its period is
+// reported with a zero From). Until then, a failure of the period that arrives again is
+// refused by its key (the intake retries the batch).
 func (s *Store) DropExpiredPartitions(ctx context.Context, p RetentionParams) ([]DroppedPartition, error) {
 	if p.LockTimeout <= 0 {
 		p.LockTimeout = 5 * time.Second
@@ -166,12 +170,23 @@ func (s *Store) DropExpiredPartitions(ctx context.Context, p RetentionParams) ([
 	if minAge <= 0 {
 		return nil, errors.New("drop expired partitions: the ages must be positive")
 	}
+	var out []DroppedPartition
+	left, err := s.detachedPeriods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range left {
+		dropped, groups, err := s.finishDetached(ctx, name, p.Now)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, DroppedPartition{Partition: Partition{Name: name}, Dropped: dropped, Groups: groups})
+	}
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return nil, err
 	}
 	resolvedCut, permanentCut := p.Now.Add(-p.ResolvedAge), p.Now.Add(-p.PermanentAge)
-	var out []DroppedPartition
 	for _, part := range parts {
 		if part.To.After(p.Now.Add(-minAge)) {
 			break
@@ -199,7 +214,9 @@ func (s *Store) dropPartition(ctx context.Context, part Partition, p RetentionPa
 	d := DroppedPartition{Partition: part}
 	rec := pgx.Identifier{"failure_records_" + part.Name}.Sanitize()
 	st := pgx.Identifier{"failure_states_" + part.Name}.Sanitize()
-	var groupIDs []int64
+	// The locked transaction only detaches the period and carries its survivors forward, so
+	// that every failure is visible in exactly one place at any time; the rest of the work
+	// reads the detached tables without holding the parents (finishDetached).
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", p.LockTimeout.Milliseconds())); err != nil {
 			return err
@@ -217,36 +234,59 @@ func (s *Store) dropPartition(ctx context.Context, part Partition, p RetentionPa
 		if _, err := tx.Exec(ctx, `ALTER TABLE failure_states DETACH PARTITION `+st); err != nil {
 			return fmt.Errorf("detach %s: %w", st, err)
 		}
-		b := &pgx.Batch{}
 		// Within one period an id names one failure: the detached tables join on it alone (a
 		// join on id and created_at would be estimated at one row).
-		args := []any{resolvedCut, permanentCut}
-		b.Queue(`INSERT INTO failure_records SELECT r.* FROM `+rec+` r JOIN `+st+` s ON s.id = r.id
-			WHERE `+survivorSQL, args...)
-		b.Queue(`INSERT INTO failure_states SELECT s.* FROM `+st+` s WHERE `+survivorSQL, args...)
-		// The carried failures' stack traces count as used now (texts are deleted by age).
-		b.Queue(`UPDATE failure_texts t SET last_used = $3 FROM (SELECT DISTINCT r.stack_trace_ref FROM `+rec+` r JOIN `+st+
-			` s ON s.id = r.id WHERE r.stack_trace_ref IS NOT NULL AND `+survivorSQL+
-			`) c WHERE t.hash = c.stack_trace_ref AND t.last_used < $3`, resolvedCut, permanentCut, p.Now)
-		b.Queue(`DELETE FROM failure_keys k USING `+rec+` r JOIN `+st+` s ON s.id = r.id
-			WHERE k.idempotence_id = r.idempotence_id AND k.failure_id = r.id AND NOT `+survivorSQL, args...)
-		b.Queue(`DELETE FROM failure_revisions v USING `+st+` s WHERE v.failure_id = s.id AND NOT `+survivorSQL, args...)
-		b.Queue(`SELECT DISTINCT s.group_id FROM `+st+` s WHERE NOT `+survivorSQL, args...)
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO failure_records SELECT r.* FROM `+rec+` r JOIN `+st+` s ON s.id = r.id WHERE `+survivorSQL,
+			resolvedCut, permanentCut)
+		b.Queue(`INSERT INTO failure_states SELECT s.* FROM `+st+` s WHERE `+survivorSQL, resolvedCut, permanentCut)
 		br := tx.SendBatch(ctx, b)
 		ct, err := br.Exec()
+		if err == nil {
+			d.Carried = ct.RowsAffected()
+			_, err = br.Exec()
+		}
 		if err != nil {
 			_ = br.Close()
-			return fmt.Errorf("carry records forward from %s: %w", part.Name, err)
+			return fmt.Errorf("carry failures forward from %s: %w", part.Name, err)
 		}
-		d.Carried = ct.RowsAffected()
-		for _, step := range []string{"carry states forward", "touch carried texts", "delete keys", "delete revisions"} {
+		return br.Close()
+	})
+	if err != nil {
+		return DroppedPartition{}, fmt.Errorf("drop expired partition %s: %w", part.Name, err)
+	}
+	dropped, groups, err := s.finishDetached(ctx, part.Name, p.Now)
+	d.Dropped, d.Groups = dropped, groups
+	return d, err
+}
+
+// finishDetached finishes the retention of the detached period name: it deletes the keys and
+// revisions of its failures that were not carried into the default partition, marks the
+// stack traces of the carried ones used at now, drops the two tables and deletes the groups
+// this left empty. It returns how many failures went and how many groups. A run that stopped
+// after the detach is finished by the next one (DropExpiredPartitions).
+func (s *Store) finishDetached(ctx context.Context, name string, now time.Time) (dropped, groups int64, err error) {
+	rec := pgx.Identifier{"failure_records_" + name}.Sanitize()
+	st := pgx.Identifier{"failure_states_" + name}.Sanitize()
+	const carried = `EXISTS (SELECT 1 FROM failure_states_default c WHERE c.id = s.id AND c.created_at = s.created_at)`
+	var groupIDs []int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM failure_keys k USING ` + rec + ` s
+			WHERE k.idempotence_id = s.idempotence_id AND k.failure_id = s.id AND NOT ` + carried)
+		b.Queue(`DELETE FROM failure_revisions v USING ` + st + ` s WHERE v.failure_id = s.id AND NOT ` + carried)
+		b.Queue(`UPDATE failure_texts t SET last_used = $1 FROM (SELECT DISTINCT s.stack_trace_ref FROM `+rec+` s
+			WHERE s.stack_trace_ref IS NOT NULL AND `+carried+`) c WHERE t.hash = c.stack_trace_ref AND t.last_used < $1`, now)
+		b.Queue(`SELECT DISTINCT s.group_id FROM ` + st + ` s WHERE NOT ` + carried)
+		br := tx.SendBatch(ctx, b)
+		for i, step := range []string{"delete keys", "delete revisions", "touch carried texts"} {
 			ct, err := br.Exec()
 			if err != nil {
 				_ = br.Close()
-				return fmt.Errorf("%s from %s: %w", step, part.Name, err)
+				return fmt.Errorf("%s of %s: %w", step, name, err)
 			}
-			if step == "delete keys" {
-				d.Dropped = ct.RowsAffected()
+			if i == 0 {
+				dropped = ct.RowsAffected()
 			}
 		}
 		rows, err := br.Query()
@@ -255,21 +295,38 @@ func (s *Store) dropPartition(ctx context.Context, part Partition, p RetentionPa
 		}
 		if err != nil {
 			_ = br.Close()
-			return fmt.Errorf("groups of %s: %w", part.Name, err)
+			return fmt.Errorf("groups of %s: %w", name, err)
 		}
 		if err := br.Close(); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DROP TABLE `+rec+`, `+st); err != nil {
-			return fmt.Errorf("drop %s: %w", part.Name, err)
-		}
-		return nil
+		_, err = tx.Exec(ctx, `DROP TABLE `+rec+`, `+st)
+		return err
 	})
 	if err != nil {
-		return DroppedPartition{}, fmt.Errorf("drop expired partition %s: %w", part.Name, err)
+		return 0, 0, fmt.Errorf("finish dropping partition %s: %w", name, err)
 	}
-	d.Groups, err = s.deleteEmptyGroups(ctx, groupIDs)
-	return d, err
+	groups, err = s.deleteEmptyGroups(ctx, groupIDs)
+	return dropped, groups, err
+}
+
+// detachedPeriods returns the names of the periods whose tables were detached but not dropped
+// (a retention that stopped half-way).
+func (s *Store) detachedPeriods(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT substr(r.relname, length('failure_records_') + 1) FROM pg_class r
+		JOIN pg_class st ON st.relname = 'failure_states_' || substr(r.relname, length('failure_records_') + 1)
+		WHERE r.relname ~ '^failure_records_p[0-9]{8}$' AND r.relkind = 'r' AND NOT r.relispartition
+		  AND st.relkind = 'r' AND NOT st.relispartition
+		  AND r.relnamespace = 'public'::regnamespace AND st.relnamespace = 'public'::regnamespace`)
+	if err != nil {
+		return nil, fmt.Errorf("detached partitions: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("detached partitions: %w", err)
+	}
+	return names, nil
 }
 
 // DeleteUnusedTexts deletes the stack traces that no stored failure can reference: those
