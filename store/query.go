@@ -176,15 +176,21 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// searchQuery runs fn on the pool, or, for a filter with a payload search, in a read-only
-// transaction bounded by PayloadTimeout; a search that runs out of that time is a
-// *FilterError on "payload" saying it is too broad.
+// searchQuery runs fn in a read-only transaction that uses the generic plan of each statement,
+// bounded by PayloadTimeout for a filter with a payload search; a search that runs out of that
+// time is a *FilterError on "payload" saying it is too broad.
+//
+// The generic plan: a list reads the partitions of every period (partitions.go), and planning
+// such a statement for its parameters costs more than running it (2–25 ms against under 1 ms
+// for a page, with ten partitions, more under load). The generic plan, made once per connection
+// and statement, prunes the partitions when it runs; its shape is the same.
 func (s *Store) searchQuery(ctx context.Context, f *Filter, fn func(querier) error) error {
-	if f.Payload == nil {
-		return fn(s.pool)
-	}
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", PayloadTimeout.Milliseconds())); err != nil {
+		set := "SET LOCAL plan_cache_mode = force_generic_plan"
+		if f.Payload != nil {
+			set += fmt.Sprintf("; SET LOCAL statement_timeout = %d", PayloadTimeout.Milliseconds())
+		}
+		if _, err := tx.Exec(ctx, set); err != nil {
 			return err
 		}
 		return fn(tx)
