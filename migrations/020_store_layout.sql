@@ -18,9 +18,10 @@
 -- Retention drops whole partitions; a failure that is still open (or not yet expired) when
 -- its partition ages out is moved, unchanged, into the default partition first.
 --
--- The migration rewrites every failure once, in one transaction that holds failures
--- exclusively: stop redrive while it runs (docs/operations.md, "Upgrading to the partitioned
--- layout", gives its time per million failures).
+-- The migration rewrites every failure once, in one transaction; writers of failures wait for
+-- all of it, readers only for the final swap of the table for the view: stop redrive while it
+-- runs (docs/operations.md, "Upgrading to the partitioned layout", gives its time per million
+-- failures).
 
 -- Writers wait until the migration commits (readers go on): a failure stored meanwhile would
 -- not be moved.
@@ -200,7 +201,8 @@ END
 $$;
 -- +goose StatementEnd
 
--- Move the failures: texts first, then records, states and keys; the indexes are built after.
+-- Move the failures: texts first, then records, states and keys; the indexes are built after,
+-- while failures is still readable.
 INSERT INTO failure_texts (hash, body, last_used)
 SELECT sha256(convert_to(stack_trace, 'UTF8')), min(stack_trace), max(created_at)
 FROM failures WHERE stack_trace IS NOT NULL
@@ -228,12 +230,6 @@ FROM failures;
 
 INSERT INTO failure_keys (idempotence_id, failure_id, created_at)
 SELECT idempotence_id, id, created_at FROM failures;
-
--- Revisions keep their failure's id; the failure may now be in any partition, so the foreign
--- key goes (retention deletes the revisions of the failures it drops).
-ALTER TABLE failure_revisions DROP CONSTRAINT failure_revisions_failure_fkey;
-
-DROP TABLE failures;
 
 -- The indexes of the record: written once, with the record.
 CREATE INDEX failure_records_created_idx ON failure_records (created_at, id);
@@ -264,6 +260,13 @@ CREATE INDEX failure_states_group_created_idx ON failure_states (group_id, creat
 -- publisher service, from this index alone.
 CREATE INDEX failure_states_group_state_idx ON failure_states (group_id, state, temporality, original_topic);
 CREATE INDEX failure_states_due_idx ON failure_states (next_attempt_at, id) WHERE state = 'RETRY_PENDING';
+
+-- Readers of failures wait from here to the commit only: the indexes are built above.
+-- Revisions keep their failure's id; the failure may now be in any partition, so the foreign
+-- key goes (retention deletes the revisions of the failures it drops).
+ALTER TABLE failure_revisions DROP CONSTRAINT failure_revisions_failure_fkey;
+
+DROP TABLE failures;
 
 -- failures: the former shape, for reading (the store's lists and searches, ad-hoc SQL) and for
 -- maintenance by hand. Postgres inlines the view: a query on it joins the tables it needs
