@@ -109,8 +109,8 @@ type ClaimDueParams struct {
 // last one may be smaller), in due order. It returns no claim when nothing is due.
 //
 // Claims are taken one at a time (claims.go), so concurrent callers never get the same failure
-// while its claim runs. A claim reads only the index failures_due_idx (migration 005), in order,
-// and writes one row per batch: it holds the claim lock for little more than the time to read
+// while its claim runs. A claim reads only the index failure_states_due_idx (migrations 005 and
+// 020), in order, and writes one row per batch: it holds the claim lock for little more than the time to read
 // the index entries, however large the records are. The caller loads the records
 // (ResendItems) after the claim, in parallel with the next claim. A caller that claims again and
 // again passes the cursor of its last claim (DueClaim.Next), so that each claim reads only

@@ -224,3 +224,45 @@ func TestEnsurePartitions(t *testing.T) {
 		t.Errorf("%d failures, want 1", n)
 	}
 }
+
+// A retention that stopped after detaching a period (and carrying its survivors) is finished
+// by the next run: the keys of the period's failures go, then its tables.
+func TestDropExpiredPartitionsFinishesADetachedPeriod(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testkit.Postgres(t)
+	now := time.Now().UTC()
+	clock := now
+	s, err := store.New(store.Config{Pool: pool, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Unix(now.Add(-90*24*time.Hour).Unix()/int64(week/time.Second)*int64(week/time.Second), 0).UTC()
+	createPeriod(t, pool, from)
+	clock = from.Add(time.Hour)
+	ingest(t, s, incoming(t, intakeEvent("detached-1", avro.Permanent)), incoming(t, intakeEvent("detached-2", avro.Permanent)))
+	clock = now
+	name := "p" + from.Format("20060102")
+	for _, q := range []string{
+		`UPDATE failure_states SET state = 'RESENT', resent_at = now() - interval '80 days', updated_at = now() - interval '80 days'`,
+		`ALTER TABLE failure_records DETACH PARTITION failure_records_` + name,
+		`ALTER TABLE failure_states DETACH PARTITION failure_states_` + name,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	dropped, err := s.DropExpiredPartitions(ctx, store.RetentionParams{Now: now, ResolvedAge: 30 * 24 * time.Hour, PermanentAge: 180 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 1 || dropped[0].Name != name || dropped[0].Dropped != 2 {
+		t.Fatalf("dropped %+v, want the detached %s with its 2 failures", dropped, name)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM pg_class WHERE relname IN ($1, $2)`, "failure_records_"+name, "failure_states_"+name); n != 0 {
+		t.Errorf("%d tables of the detached period left", n)
+	}
+	if n := countRows(t, pool, `SELECT count(*) FROM failure_keys`); n != 0 {
+		t.Errorf("%d keys left, want 0", n)
+	}
+}
