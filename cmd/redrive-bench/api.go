@@ -65,7 +65,10 @@ func benchAPI(ctx context.Context, args []string) error {
 		defer p.Close()
 		pool = p
 	} else {
-		p, drop, err := scratchDatabase(ctx, *dbURL)
+		// Seeded at the layout before migration 020 and migrated: the rows are those the
+		// benchmark always seeded, and COPY into the former table is much faster than through the
+		// view's trigger.
+		p, drop, err := scratchDatabaseAt(ctx, *dbURL, layoutVersion)
 		if err != nil {
 			return err
 		}
@@ -80,7 +83,14 @@ func benchAPI(ctx context.Context, args []string) error {
 		if err := seedAPIBench(ctx, pool, *n); err != nil {
 			return err
 		}
-		fmt.Printf("seeded %d failures in %s (COPY, then VACUUM ANALYZE)\n", *n, time.Since(start).Round(time.Second))
+		if err := migrateAll(ctx, pool); err != nil {
+			return err
+		}
+		if _, err := pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+			return err
+		}
+		fmt.Printf("seeded %d failures in %s (COPY at migration %d, the migrations, then VACUUM ANALYZE)\n", *n,
+			time.Since(start).Round(time.Second), layoutVersion)
 	}
 	st, err := store.New(store.Config{Pool: pool})
 	if err != nil {
