@@ -346,7 +346,7 @@ func TestIntakeRecordRefusedByDatabase(t *testing.T) {
 			END IF;
 			RETURN NEW;
 		END $$`,
-		`CREATE TRIGGER refuse_poison BEFORE INSERT ON failures FOR EACH ROW EXECUTE FUNCTION refuse_poison()`,
+		`CREATE TRIGGER refuse_poison BEFORE INSERT ON failure_records FOR EACH ROW EXECUTE FUNCTION refuse_poison()`,
 	} {
 		if _, err := e.pool.Exec(ctx, s); err != nil {
 			t.Fatal(err)

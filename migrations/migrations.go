@@ -66,6 +66,20 @@ func Up(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
+// UpTo applies the pending migrations up to and including version, under the same lock as
+// Up. It is for benchmarks and tools that need a database of an older layout (for example to
+// measure an upgrade); redrive itself always runs Up.
+func UpTo(ctx context.Context, db *sql.DB, version int64) error {
+	p, err := provider(db)
+	if err != nil {
+		return err
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return fmt.Errorf("apply migrations up to %d: %w", version, err)
+	}
+	return nil
+}
+
 // Latest is the version of the newest embedded migration.
 func Latest() int64 {
 	var latest int64

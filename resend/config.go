@@ -133,8 +133,19 @@ type HousekeepingConfig struct {
 	// PermanentAge is the age at which PERMANENT failures are deleted, counted from their last
 	// change. Defaults to 180 days.
 	PermanentAge time.Duration
-	// BatchSize is how many failures one delete statement removes. Defaults to 1000.
+	// BatchSize is how many failures one delete statement removes from the default partition.
+	// Defaults to 1000.
 	BatchSize int
+	// PartitionWidth is the period of one partition of the failure tables, a whole number of
+	// days. Defaults to 7 days. A change applies to the partitions created from then on.
+	PartitionWidth time.Duration
+	// PartitionsAhead is how far ahead of now the partitions are created. Defaults to 28 days.
+	PartitionsAhead time.Duration
+	// MaxCarry is the most failures not yet expired that retention carries forward from a
+	// partition whose range is older than the shorter age into the default partition; a
+	// partition with more waits until its range is older than the longer age. Defaults to
+	// 10,000; negative means no limit.
+	MaxCarry int64
 }
 
 // DefaultSendBackoff returns the default spacing of resends that the broker did not

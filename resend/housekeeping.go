@@ -2,27 +2,89 @@ package resend
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redrive/redrive/store"
 )
 
-// HousekeepingResult counts what one housekeeping run deleted.
+// Defaults of HousekeepingConfig's partition maintenance.
+const (
+	DefaultPartitionWidth  = 7 * 24 * time.Hour
+	DefaultPartitionsAhead = 28 * 24 * time.Hour
+	DefaultMaxCarry        = 10000
+)
+
+// HousekeepingResult counts what one housekeeping run did.
 type HousekeepingResult struct {
-	// Failures counts the deleted failures by state.
+	// Failures counts the failures deleted row by row from the default partition, by state.
 	Failures map[store.State]int64
 	// Groups counts the groups deleted because they were left empty.
 	Groups int64
+	// Created are the partitions created ahead.
+	Created []store.Partition
+	// Dropped are the expired partitions dropped, each with the failures it dropped and
+	// carried forward.
+	Dropped []store.DroppedPartition
+	// Texts counts the stack traces deleted because no stored failure references them.
+	Texts int64
 }
 
-// housekeep deletes RESENT and CLOSED failures older than Housekeeping.ResolvedAge and
-// PERMANENT ones older than Housekeeping.PermanentAge, in batches of Housekeeping.BatchSize,
-// and the groups this leaves empty. RETRY_PENDING failures are never deleted. Instances share
-// the work: rows another instance is deleting are skipped.
+// housekeep maintains the partitions of the failure tables and applies retention:
+//
+//  1. it creates the partitions up to PartitionsAhead past now;
+//  2. it drops the partitions whose range is older than the shorter of ResolvedAge and
+//     PermanentAge, after moving their failures that have not expired into the default
+//     partition (store.DropExpiredPartitions: nothing open is lost);
+//  3. it deletes the expired failures of the default partition in batches of BatchSize:
+//     RESENT and CLOSED failures older than ResolvedAge, PERMANENT ones older than
+//     PermanentAge (RETRY_PENDING failures are never deleted), and the groups left empty;
+//  4. it deletes the stack traces that no stored failure can reference.
+//
+// Instances share the work: rows another instance is deleting are skipped, and a partition
+// another instance holds is left for the next run.
 func (s *Scheduler) housekeep(ctx context.Context) (HousekeepingResult, error) {
 	h := s.cfg.Housekeeping
+	if h.PartitionWidth == 0 {
+		h.PartitionWidth = DefaultPartitionWidth
+	}
+	if h.PartitionsAhead == 0 {
+		h.PartitionsAhead = DefaultPartitionsAhead
+	}
+	switch {
+	case h.MaxCarry == 0:
+		h.MaxCarry = DefaultMaxCarry
+	case h.MaxCarry < 0:
+		h.MaxCarry = 0 // no limit
+	}
 	now := s.cfg.Now()
 	res := HousekeepingResult{Failures: make(map[store.State]int64)}
+	var errs []error
+
+	ensured, err := s.store.EnsurePartitions(ctx, store.EnsurePartitionsParams{Now: now, Width: h.PartitionWidth, Ahead: h.PartitionsAhead})
+	res.Created = ensured.Created
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range ensured.Skipped {
+		s.cfg.Logger.Warn("partition not created: rows of its range are in the default partition", "partition", p.Name,
+			"from", p.From, "to", p.To)
+	}
+
+	dropped, err := s.store.DropExpiredPartitions(ctx, store.RetentionParams{Now: now, ResolvedAge: h.ResolvedAge,
+		PermanentAge: h.PermanentAge, MaxCarry: h.MaxCarry})
+	res.Dropped = dropped
+	for _, d := range dropped {
+		res.Groups += d.Groups
+		s.metrics.deletedGroups.Add(float64(d.Groups))
+		s.metrics.deleted.WithLabelValues("partition").Add(float64(d.Dropped))
+		s.cfg.Logger.Info("housekeeping dropped an expired partition", "partition", d.Name, "from", d.From, "to", d.To,
+			"dropped", d.Dropped, "carried", d.Carried, "groups", d.Groups, "locked", d.Locked)
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+
 	jobs := []struct {
 		state store.State
 		age   time.Duration
@@ -40,7 +102,7 @@ func (s *Scheduler) housekeep(ctx context.Context) (HousekeepingResult, error) {
 			s.metrics.deleted.WithLabelValues(string(job.state)).Add(float64(n))
 			s.metrics.deletedGroups.Add(float64(groups))
 			if err != nil {
-				return res, err
+				return res, errors.Join(append(errs, err)...)
 			}
 			if n < int64(h.BatchSize) {
 				break
@@ -52,5 +114,14 @@ func (s *Scheduler) housekeep(ctx context.Context) (HousekeepingResult, error) {
 			"resent", res.Failures[store.StateResent], "closed", res.Failures[store.StateClosed],
 			"permanent", res.Failures[store.StatePermanent], "groups", res.Groups)
 	}
-	return res, ctx.Err()
+
+	texts, err := s.store.DeleteUnusedTexts(ctx, now.Add(-max(h.ResolvedAge, h.PermanentAge)))
+	res.Texts = texts
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return res, errors.Join(errs...)
 }

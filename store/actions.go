@@ -100,7 +100,7 @@ func (s *Store) CloseFailures(ctx context.Context, req CloseRequest) ([]CloseRes
 			return nil
 		}
 		tag, err := tx.Exec(ctx, `
-			UPDATE failures SET state = 'CLOSED', closed_reason = $2, closed_by = $3, closed_at = $4,
+			UPDATE failure_states SET state = 'CLOSED', closed_reason = $2, closed_by = $3, closed_at = $4,
 				updated_at = $4, next_attempt_at = NULL
 			WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')`,
 			closable, req.Reason, req.Principal, now)
@@ -155,7 +155,7 @@ type ActionState struct {
 func (s *Store) ActionStates(ctx context.Context, ids []uuid.UUID, now time.Time) (map[uuid.UUID]ActionState, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT f.id, f.state, f.id IN (`+liveClaimedSQL("$2")+`)
-		FROM failures f WHERE f.id = ANY($1)`, ids, now)
+		FROM failure_states f WHERE f.id = ANY($1)`, ids, now)
 	if err != nil {
 		return nil, fmt.Errorf("action states: %w", err)
 	}

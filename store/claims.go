@@ -109,8 +109,8 @@ type ClaimDueParams struct {
 // last one may be smaller), in due order. It returns no claim when nothing is due.
 //
 // Claims are taken one at a time (claims.go), so concurrent callers never get the same failure
-// while its claim runs. A claim reads only the index failures_due_idx (migration 005), in order,
-// and writes one row per batch: it holds the claim lock for little more than the time to read
+// while its claim runs. A claim reads only the index failure_states_due_idx (migrations 005 and
+// 020), in order, and writes one row per batch: it holds the claim lock for little more than the time to read
 // the index entries, however large the records are. The caller loads the records
 // (ResendItems) after the claim, in parallel with the next claim. A caller that claims again and
 // again passes the cursor of its last claim (DueClaim.Next), so that each claim reads only
@@ -147,7 +147,7 @@ func (s *Store) ClaimDueBatches(ctx context.Context, p ClaimDueParams) ([]DueCla
 		WITH picked AS (
 			SELECT f.id, f.next_attempt_at, row_number() OVER (ORDER BY f.next_attempt_at, f.id) - 1 AS n
 			FROM (
-				SELECT f.id, f.next_attempt_at FROM failures f
+				SELECT f.id, f.next_attempt_at FROM failure_states f
 				WHERE f.state = 'RETRY_PENDING' AND f.next_attempt_at <= $1
 				  AND (f.next_attempt_at, f.id) > ($3::timestamptz, $4::uuid)
 				  AND f.id NOT IN (`+liveClaimedSQL("$1")+`)
@@ -160,7 +160,7 @@ func (s *Store) ClaimDueBatches(ctx context.Context, p ClaimDueParams) ([]DueCla
 		INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids)
 		SELECT $5, $1, $6, array_agg(id ORDER BY next_attempt_at, id) FROM picked GROUP BY n / $7
 		RETURNING id, failure_ids,
-			(SELECT f.next_attempt_at FROM failures f WHERE f.id = failure_ids[cardinality(failure_ids)])`,
+			(SELECT f.next_attempt_at FROM failure_states f WHERE f.id = failure_ids[cardinality(failure_ids)])`,
 		p.Now, p.BatchSize*p.Batches, afterAt, p.After.ID, p.Owner, p.LeaseUntil, p.BatchSize).Query(func(rows pgx.Rows) error {
 		var (
 			c  DueClaim
@@ -237,7 +237,7 @@ func (s *Store) ClaimResends(ctx context.Context, p ClaimResendsParams) (ResendC
 	b.Queue(`
 		WITH f AS (
 			SELECT f.id, f.state, f.id IN (`+liveClaimedSQL("$2")+`) AS leased
-			FROM failures f WHERE f.id = ANY($1)
+			FROM failure_states f WHERE f.id = ANY($1)
 		), expired AS (
 			DELETE FROM resend_claims WHERE lease_until <= $2
 		), claimed AS (

@@ -120,6 +120,28 @@ func (f *Filter) PayloadBounded() bool {
 		f.IdempotenceID != "" || f.CausingMessage != "" || f.TraceID != "" || f.StackTraceHash != ""
 }
 
+// genericPlan reports whether f has only criteria whose plan does not depend on their values
+// (states, temporalities, topics, services, codes, types, sources, group, time range), so
+// that a list may run the statement's generic plan (Store.searchQuery).
+func (f *Filter) genericPlan() bool {
+	return f.Key == nil && f.Search == "" && f.KeyPrefix == nil && f.EventID == "" && f.IdempotenceID == "" &&
+		f.CausingMessage == "" && f.TraceID == "" && f.HeaderName == "" && f.HeaderValue == nil &&
+		f.StackTraceHash == "" && f.Ticket == "" && !f.NoTicket && f.Payload == nil
+}
+
+// countSource is the relation a count of the failures that f selects reads: failure_states
+// alone when every criterion of f is a column of the states (state, temporality, topic, group,
+// ticket, time range), else the failures view, which joins each state with its record.
+func (f *Filter) countSource() string {
+	if f.PublisherSystem == "" && f.PublisherService == "" && f.ErrorCode == "" && f.MessageType == "" &&
+		len(f.SourceFormats) == 0 && f.SourceTopic == "" && f.Key == nil && f.Search == "" && f.KeyPrefix == nil &&
+		f.EventID == "" && f.IdempotenceID == "" && f.CausingMessage == "" && f.TraceID == "" && f.HeaderName == "" &&
+		f.HeaderValue == nil && f.StackTraceHash == "" && f.Payload == nil {
+		return "failure_states"
+	}
+	return "failures"
+}
+
 // IsZero reports whether f selects every failure.
 func (f *Filter) IsZero() bool {
 	return len(f.States) == 0 && len(f.Temporalities) == 0 && f.Topic == "" && f.PublisherSystem == "" &&
@@ -314,12 +336,15 @@ func whereClause(conds []string) string {
 func (f *Filter) searchConditions(args *sqlArgs) []string {
 	var c []string
 	for _, eq := range []struct{ column, value string }{
-		{"f.event_id", f.EventID}, {"f.idempotence_id", f.IdempotenceID}, {"f.causing_message", f.CausingMessage},
-		{"f.stack_trace_hash", f.StackTraceHash},
+		{"f.event_id", f.EventID}, {"f.causing_message", f.CausingMessage}, {"f.stack_trace_hash", f.StackTraceHash},
 	} {
 		if eq.value != "" {
 			c = append(c, eq.column+" = "+args.add(eq.value))
 		}
+	}
+	if f.IdempotenceID != "" {
+		// The idempotence ids are indexed once, across partitions, in failure_keys.
+		c = append(c, "f.id = (SELECT k.failure_id FROM failure_keys k WHERE k.idempotence_id = "+args.add(f.IdempotenceID)+")")
 	}
 	if f.KeyPrefix != nil {
 		// The expression index keyPrefixExpr serves the range; the second condition is exact

@@ -230,26 +230,23 @@ func (s *Store) ingestOnce(ctx context.Context, rows []ingestRow, next NextAttem
 	if err != nil {
 		return IngestResult{}, false, err
 	}
-	copyRows := make([][]any, 0, len(fresh))
+	w := newIngestWrite(len(fresh))
 	for _, i := range fresh {
 		o := &res.Outcomes[i]
 		o.GroupID = groups[rows[i].group]
 		var nextAt *time.Time
 		var reason *string
 		o.State, nextAt, reason = initialState(rows[i].in.Event.References.ErrorType.Temporality, o.Attempt, now, next)
-		copyRows = append(copyRows, rows[i].values(o, nextAt, reason, now))
+		w.add(&rows[i], o, nextAt, reason, now)
 	}
-	// The duplicate check above and this COPY run in one transaction; a concurrent transaction
-	// that inserted one of the idempotenceIds since makes the COPY fail on the unique key, and
-	// the batch runs again (its check then sees the row).
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"failures"}, failureColumns, pgx.CopyFromRows(copyRows)); err != nil {
+	// The duplicate check above and these inserts run in one transaction; a concurrent
+	// transaction that inserted one of the idempotenceIds since makes the insert of the keys
+	// fail on their primary key, and the batch runs again (its check then sees the row).
+	if err := w.write(ctx, tx, groups, now); err != nil {
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "failures_idempotence_id_key" {
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "failure_keys_pkey" {
 			return IngestResult{}, true, nil
 		}
-		return IngestResult{}, false, fmt.Errorf("copy into failures: %w", err)
-	}
-	if err := touchGroups(ctx, tx, groups, now); err != nil {
 		return IngestResult{}, false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -296,8 +293,13 @@ func lookupExisting(ctx context.Context, tx pgx.Tx, rows []ingestRow) (map[strin
 	// plan cached when it was empty), which makes a bulk intake quadratic. The setting ends
 	// with the transaction.
 	b.Queue(`SET LOCAL enable_seqscan = off`)
-	b.Queue(`SELECT idempotence_id, id, state, attempt, group_id FROM failures WHERE idempotence_id = ANY($1)`, idems)
-	b.Queue(`SELECT causing_message, count(*) FROM failures WHERE causing_message = ANY($1) GROUP BY causing_message`, causes)
+	b.Queue(`
+		SELECT k.idempotence_id, k.failure_id, s.state, r.attempt, s.group_id
+		FROM failure_keys k
+		JOIN failure_states s ON s.id = k.failure_id AND s.created_at = k.created_at
+		JOIN failure_records r ON r.id = k.failure_id AND r.created_at = k.created_at
+		WHERE k.idempotence_id = ANY($1)`, idems)
+	b.Queue(`SELECT causing_message, count(*) FROM failure_records WHERE causing_message = ANY($1) GROUP BY causing_message`, causes)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
 
@@ -405,27 +407,6 @@ func ensureGroups(ctx context.Context, tx pgx.Tx, rows []ingestRow, fresh []int,
 	return out, nil
 }
 
-// touchGroups moves last_seen of the groups forward to now. It runs last before the commit, so
-// that the row locks it takes are held only for the commit.
-//
-// The locks are taken in id order by a SELECT … ORDER BY id FOR NO KEY UPDATE, and only then
-// are the rows updated: an UPDATE … WHERE id = ANY(…) alone locks the rows in the order its plan
-// visits them (an index scan in id order, a bitmap or sequential scan in physical order, which
-// updates keep changing), so two instances touching overlapping groups could lock them in
-// opposite orders and deadlock. FOR NO KEY UPDATE, the lock an UPDATE of last_seen takes, does
-// not conflict with the KEY SHARE locks that the foreign key of concurrent COPYs holds.
-func touchGroups(ctx context.Context, tx pgx.Tx, groups map[groupKey]int64, now time.Time) error {
-	ids := make([]int64, 0, len(groups))
-	for _, id := range groups {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	if _, err := tx.Exec(ctx, touchGroupsSQL, ids, now); err != nil {
-		return fmt.Errorf("update groups' last_seen: %w", err)
-	}
-	return nil
-}
-
 const insertGroupsSQL = `
 INSERT INTO failure_groups (publisher_service, message_type, error_code, stack_trace_hash, first_seen, last_seen, created_at, updated_at)
 SELECT k.publisher_service, k.message_type, k.error_code, k.stack_trace_hash, $5, $5, $5, $5
@@ -437,24 +418,34 @@ SELECT g.id, g.publisher_service, g.message_type, g.error_code, g.stack_trace_ha
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(publisher_service, message_type, error_code, stack_trace_hash)
 JOIN failure_groups g USING (publisher_service, message_type, error_code, stack_trace_hash)`
 
+// touchGroupsSQL moves last_seen of the groups $1 (in id order) forward to $2. It runs last
+// before the commit, so that the row locks it takes are held only for the commit.
+//
+// The locks are taken in id order by a SELECT … ORDER BY id FOR NO KEY UPDATE, and only then
+// are the rows updated: an UPDATE … WHERE id = ANY(…) alone locks the rows in the order its plan
+// visits them (an index scan in id order, a bitmap or sequential scan in physical order, which
+// updates keep changing), so two instances touching overlapping groups could lock them in
+// opposite orders and deadlock. FOR NO KEY UPDATE, the lock an UPDATE of last_seen takes, does
+// not conflict with the KEY SHARE locks that the foreign key of concurrent inserts holds.
 const touchGroupsSQL = `
 WITH locked AS (
 	SELECT id FROM failure_groups WHERE id = ANY($1) AND last_seen < $2 ORDER BY id FOR NO KEY UPDATE
 )
 UPDATE failure_groups g SET last_seen = $2 FROM locked WHERE g.id = locked.id AND g.last_seen < $2`
 
-// failureColumns are the columns Ingest writes, in the order of ingestRow.values.
-var failureColumns = []string{
-	"id", "state", "temporality", "error_code", "error_message", "error_description", "stack_trace", "stack_trace_hash",
+// recordColumns are the columns of failure_records that Ingest writes, in the order of
+// ingestRow.record.
+var recordColumns = []string{
+	"id", "created_at", "temporality", "error_code", "error_message", "error_description", "stack_trace_ref", "stack_trace_hash",
 	"event_id", "idempotence_id", "event_created", "publisher_system", "publisher_service", "process_id",
 	"original_topic", "original_partition", "original_offset", "original_key", "original_value", "header_names", "header_values",
 	"message_id", "message_idempotence_id", "message_created", "message_system", "message_service", "message_type", "message_type_version",
-	"causing_message", "attempt", "next_attempt_at", "state_reason", "group_id", "created_at", "updated_at",
-	"source_format", "source_topic", "source_partition", "source_offset",
+	"causing_message", "attempt", "source_format", "source_topic", "source_partition", "source_offset",
 }
 
-// values returns the row for failureColumns.
-func (r *ingestRow) values(o *IngestOutcome, nextAt *time.Time, reason *string, now time.Time) []any {
+// record returns the failure_records row of r for recordColumns; traceRef is the stack
+// trace's hash in failure_texts (nil without a stack trace).
+func (r *ingestRow) record(o *IngestOutcome, traceRef []byte, now time.Time) []any {
 	e := r.in.Event
 	p := &e.Payload
 	md := p.FailedMessageMetadata
@@ -475,14 +466,13 @@ func (r *ingestRow) values(o *IngestOutcome, nextAt *time.Time, reason *string, 
 		srcTopic, srcPartition, srcOffset = &src.Topic, &src.Partition, &src.Offset
 	}
 	return []any{
-		o.ID, string(o.State), string(e.References.ErrorType.Temporality), e.References.ErrorType.Code, p.ErrorMessage,
-		p.ErrorDescription, p.StackTrace, p.StackTraceHash,
+		o.ID, now, string(e.References.ErrorType.Temporality), e.References.ErrorType.Code, p.ErrorMessage,
+		p.ErrorDescription, traceRef, p.StackTraceHash,
 		e.Identity.EventID, e.Identity.IdempotenceID, e.Identity.Created, e.Publisher.System, e.Publisher.Service, e.ProcessID,
 		e.References.Message.TopicName, e.References.Message.Partition, e.References.Message.Offset, p.OriginalKey, value,
 		r.headerNames, r.headerValues,
 		md.EventID, md.IdempotenceID, md.Created, md.System, md.Service, md.MessageTypeName, md.MessageTypeVersion,
-		r.causingMessage, o.Attempt, nextAt, reason, o.GroupID, now, now,
-		string(src.format()), srcTopic, srcPartition, srcOffset,
+		r.causingMessage, o.Attempt, string(src.format()), srcTopic, srcPartition, srcOffset,
 	}
 }
 
@@ -516,7 +506,7 @@ func (s *Store) StateStats(ctx context.Context) (StateStats, error) {
 	for _, state := range States {
 		st.Counts[state] = 0
 	}
-	rows, err := s.pool.Query(ctx, `SELECT state, count(*), min(created_at) FROM failures GROUP BY state`)
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*), min(created_at) FROM failure_states GROUP BY state`)
 	if err != nil {
 		return StateStats{}, fmt.Errorf("state stats: %w", err)
 	}

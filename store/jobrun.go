@@ -299,7 +299,7 @@ func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Jo
 		marked := map[uuid.UUID]bool{}
 		if len(acked) > 0 {
 			rows, err := tx.Query(ctx, `
-				UPDATE failures SET state = 'RESENT', resent_at = $2, updated_at = $2
+				UPDATE failure_states SET state = 'RESENT', resent_at = $2, updated_at = $2
 				WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
 				RETURNING id`, uuidArray(acked), p.At)
 			if err != nil {
@@ -316,7 +316,7 @@ func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Jo
 		if len(failIDs) > 0 {
 			// As RecordResendFailures.
 			if _, err := tx.Exec(ctx, `
-				UPDATE failures f SET resend_failures = f.resend_failures + 1, last_resend_error = u.err,
+				UPDATE failure_states f SET resend_failures = f.resend_failures + 1, last_resend_error = u.err,
 					next_attempt_at = CASE WHEN f.state = 'RETRY_PENDING' THEN u.next_at ELSE f.next_attempt_at END,
 					updated_at = $1
 				FROM unnest($2::uuid[], $3::text[], $4::timestamptz[]) AS u(id, err, next_at)
@@ -538,7 +538,7 @@ func (s *Store) CloseJobBatch(ctx context.Context, p CloseJobBatchParams) (*JobB
 		}
 		if len(closable) > 0 {
 			if _, err := tx.Exec(ctx, `
-				UPDATE failures SET state = 'CLOSED', closed_reason = $2, closed_by = $3, closed_at = $4,
+				UPDATE failure_states SET state = 'CLOSED', closed_reason = $2, closed_by = $3, closed_at = $4,
 					updated_at = $4, next_attempt_at = NULL
 				WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')`,
 				closable, p.Reason, p.Principal, p.Now); err != nil {

@@ -26,7 +26,7 @@ func lockForAction(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, now time.Tim
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT f.id, f.state, f.id IN (`+liveClaimedSQL("$2")+`)
-		FROM failures f WHERE f.id = ANY($1) ORDER BY f.id FOR UPDATE OF f`, ids, now)
+		FROM failure_states f WHERE f.id = ANY($1) ORDER BY f.id FOR UPDATE OF f`, ids, now)
 	if err != nil {
 		return nil, err
 	}

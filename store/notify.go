@@ -355,7 +355,7 @@ func (s *Store) BusyGroups(ctx context.Context, since time.Time, threshold int) 
 	rows, err := s.pool.Query(ctx, `
 		SELECT g.id, g.publisher_service, g.message_type, g.error_code, g.stack_trace_hash, g.ticket, g.note,
 			g.first_seen, g.last_seen, c.n
-		FROM (SELECT group_id, count(*) AS n FROM failures WHERE created_at > $1 GROUP BY group_id HAVING count(*) >= $2) c
+		FROM (SELECT group_id, count(*) AS n FROM failure_states WHERE created_at > $1 GROUP BY group_id HAVING count(*) >= $2) c
 		JOIN failure_groups g ON g.id = c.group_id ORDER BY g.id`, since, threshold)
 	if err != nil {
 		return nil, fmt.Errorf("busy groups: %w", err)

@@ -27,9 +27,11 @@ func (s *Store) OpenFailures(ctx context.Context) (*OpenBreakdown, error) {
 		ByPublisherService: map[string]int64{},
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT temporality, original_topic, publisher_service, count(*)
-		FROM failures WHERE state IN ('RETRY_PENDING', 'PERMANENT')
-		GROUP BY temporality, original_topic, publisher_service`)
+		SELECT c.temporality, c.original_topic, g.publisher_service, sum(c.n)::bigint
+		FROM (SELECT group_id, temporality, original_topic, count(*) AS n FROM failure_states
+		      WHERE state IN ('RETRY_PENDING', 'PERMANENT') GROUP BY group_id, temporality, original_topic) c
+		JOIN failure_groups g ON g.id = c.group_id
+		GROUP BY c.temporality, c.original_topic, g.publisher_service`)
 	if err != nil {
 		return nil, fmt.Errorf("open failures: %w", err)
 	}
@@ -74,7 +76,7 @@ func (s *Store) FailuresOverTime(ctx context.Context, since time.Time, width tim
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT date_bin($1::bigint * interval '1 microsecond', created_at, $2), count(*)
-		FROM failures WHERE created_at >= $2
+		FROM failure_states WHERE created_at >= $2
 		GROUP BY 1 ORDER BY 1`, width.Microseconds(), since)
 	if err != nil {
 		return nil, fmt.Errorf("failures over time: %w", err)

@@ -129,7 +129,7 @@ func (s *Store) MarkResent(ctx context.Context, p MarkResentParams) ([]uuid.UUID
 		// One statement: the scheduler marks batch after batch.
 		rows, err := s.pool.Query(ctx, `
 			WITH released AS (DELETE FROM resend_claims WHERE id = ANY($3) AND owner = $4)
-			UPDATE failures SET state = 'RESENT', resent_at = $2, updated_at = $2
+			UPDATE failure_states SET state = 'RESENT', resent_at = $2, updated_at = $2
 			WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
 			RETURNING id`, uuidArray(p.IDs), p.At, p.Claims, p.Owner)
 		if err == nil {
@@ -143,7 +143,7 @@ func (s *Store) MarkResent(ctx context.Context, p MarkResentParams) ([]uuid.UUID
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if len(p.IDs) > 0 {
 			rows, err := tx.Query(ctx, `
-				UPDATE failures SET state = 'RESENT', resent_at = $2, updated_at = $2
+				UPDATE failure_states SET state = 'RESENT', resent_at = $2, updated_at = $2
 				WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
 				RETURNING id`, uuidArray(p.IDs), p.At)
 			if err != nil {
@@ -195,7 +195,7 @@ func (s *Store) RecordResendFailures(ctx context.Context, at time.Time, failures
 		ids[i], errs[i], nexts[i] = f.ID, f.Error, f.NextAttemptAt
 	}
 	tag, err := s.pool.Exec(ctx, `
-		UPDATE failures f SET resend_failures = f.resend_failures + 1, last_resend_error = u.err,
+		UPDATE failure_states f SET resend_failures = f.resend_failures + 1, last_resend_error = u.err,
 			next_attempt_at = CASE WHEN f.state = 'RETRY_PENDING' THEN u.next_at ELSE f.next_attempt_at END,
 			updated_at = $1
 		FROM unnest($2::uuid[], $3::text[], $4::timestamptz[]) AS u(id, err, next_at)
@@ -213,7 +213,7 @@ func (s *Store) ExhaustRetries(ctx context.Context, ids []uuid.UUID, reason stri
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `
-		UPDATE failures SET state = 'PERMANENT', state_reason = $2, updated_at = $3
+		UPDATE failure_states SET state = 'PERMANENT', state_reason = $2, updated_at = $3
 		WHERE id = ANY($1) AND state = 'RETRY_PENDING'
 		RETURNING id`, uuidArray(ids), reason, at)
 	if err != nil {
@@ -231,7 +231,7 @@ func (s *Store) ExhaustRetries(ctx context.Context, ids []uuid.UUID, reason stri
 func (s *Store) OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
 	var oldest *time.Time
 	err := s.pool.QueryRow(ctx, `
-		SELECT min(next_attempt_at) FROM failures
+		SELECT min(next_attempt_at) FROM failure_states
 		WHERE state = 'RETRY_PENDING' AND next_attempt_at <= $1`, now).Scan(&oldest)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("oldest due resend: %w", err)

@@ -62,7 +62,7 @@ func (s *Store) CreateRevision(ctx context.Context, r *Revision) error {
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM failures WHERE id = $1)`, r.FailureID).Scan(&exists); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM failure_states WHERE id = $1)`, r.FailureID).Scan(&exists); err != nil {
 			return fmt.Errorf("create revision: %w", err)
 		}
 		if !exists {

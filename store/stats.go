@@ -28,8 +28,9 @@ type Stats struct {
 }
 
 // FailureStats counts the failures by state, temporality, topic and publisher service in one
-// statement (an index-only scan of failures_stats_idx), and finds the oldest RETRY_PENDING and
-// PERMANENT failures (through failures_state_created_idx).
+// statement (an index-only scan of failure_states_group_state_idx; the service is the group's),
+// and finds the oldest RETRY_PENDING and PERMANENT failures (through
+// failure_states_state_created_idx).
 func (s *Store) FailureStats(ctx context.Context) (*Stats, error) {
 	st := &Stats{
 		ByState:            make(map[State]int64, len(States)),
@@ -45,8 +46,11 @@ func (s *Store) FailureStats(ctx context.Context) (*Stats, error) {
 		st.ByTemporality[t] = 0
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT state, temporality, original_topic, publisher_service, count(*)
-		FROM failures GROUP BY state, temporality, original_topic, publisher_service`)
+		SELECT c.state, c.temporality, c.original_topic, g.publisher_service, sum(c.n)::bigint
+		FROM (SELECT group_id, state, temporality, original_topic, count(*) AS n FROM failure_states
+		      GROUP BY group_id, state, temporality, original_topic) c
+		JOIN failure_groups g ON g.id = c.group_id
+		GROUP BY c.state, c.temporality, c.original_topic, g.publisher_service`)
 	if err != nil {
 		return nil, fmt.Errorf("failure stats: %w", err)
 	}
@@ -71,8 +75,8 @@ func (s *Store) FailureStats(ctx context.Context) (*Stats, error) {
 		return nil, fmt.Errorf("failure stats: %w", err)
 	}
 	err = s.pool.QueryRow(ctx, `
-		SELECT (SELECT min(created_at) FROM failures WHERE state = 'RETRY_PENDING'),
-		       (SELECT min(created_at) FROM failures WHERE state = 'PERMANENT')`).
+		SELECT (SELECT min(created_at) FROM failure_states WHERE state = 'RETRY_PENDING'),
+		       (SELECT min(created_at) FROM failure_states WHERE state = 'PERMANENT')`).
 		Scan(&st.OldestPending, &st.OldestPermanent)
 	if err != nil {
 		return nil, fmt.Errorf("failure stats: oldest: %w", err)

@@ -2,6 +2,13 @@
 // log in Postgres (pgx/v5), the domain types, and the state transitions of a failure
 // (docs/states.md). It turns pgx errors into the domain errors ErrNotFound and ErrConflict;
 // only package api maps them to HTTP statuses.
+//
+// A failure is stored as a record written once by the intake (failure_records), a narrow
+// state that every change of state rewrites (failure_states), its idempotence key
+// (failure_keys) and its stack trace, once per hash (failure_texts); records and states are
+// partitioned by created_at, and retention drops whole partitions (partitions.go). The view
+// failures joins them for reading; the store writes the tables (docs/operations.md, "Storage
+// layout").
 package store
 
 import (

@@ -237,10 +237,55 @@ func importRows(ctx context.Context, tx pgx.Tx, batch []*TransferRecord) (int64,
 		}
 		return 0, classify(fmt.Errorf("import failures: %w", err))
 	}
-	cols := strings.Join(transferColumns, ", ")
-	ct, err := tx.Exec(ctx, `INSERT INTO failures (`+cols+`) SELECT `+cols+` FROM import_failures ON CONFLICT DO NOTHING`)
-	if err != nil {
+	var n int64
+	if err := tx.QueryRow(ctx, importInsertSQL).Scan(&n); err != nil {
 		return 0, classify(fmt.Errorf("import failures: %w", err))
 	}
-	return ct.RowsAffected(), nil
+	return n, nil
 }
+
+// importInsertSQL moves the rows of import_failures into the tables of the layout (migration
+// 020), skipping each whose id or idempotence id is stored (or repeats in the batch): the key
+// first, so that a failure the intake stores meanwhile under the same idempotence id is
+// skipped too. It returns how many it stored.
+const importInsertSQL = `
+WITH fresh AS (
+	SELECT DISTINCT ON (i.idempotence_id) i.*
+	FROM (SELECT DISTINCT ON (id) * FROM import_failures ORDER BY id) i
+	WHERE NOT EXISTS (SELECT 1 FROM failure_keys k WHERE k.idempotence_id = i.idempotence_id)
+	  AND NOT EXISTS (SELECT 1 FROM failure_states s WHERE s.id = i.id)
+	ORDER BY i.idempotence_id, i.id
+), keys AS (
+	INSERT INTO failure_keys (idempotence_id, failure_id, created_at)
+	SELECT idempotence_id, id, created_at FROM fresh
+	ON CONFLICT DO NOTHING
+	RETURNING idempotence_id
+), stored AS (
+	SELECT f.* FROM fresh f JOIN keys k USING (idempotence_id)
+), texts AS (
+	INSERT INTO failure_texts (hash, body, last_used)
+	SELECT sha256(convert_to(stack_trace, 'UTF8')), min(stack_trace), max(created_at)
+	FROM stored WHERE stack_trace IS NOT NULL GROUP BY 1
+	ON CONFLICT (hash) DO UPDATE SET last_used = greatest(failure_texts.last_used, EXCLUDED.last_used)
+), records AS (
+	INSERT INTO failure_records (id, created_at, temporality, error_code, error_message, error_description,
+		stack_trace_ref, stack_trace_hash, event_id, idempotence_id, event_created, publisher_system,
+		publisher_service, process_id, original_topic, original_partition, original_offset, original_key,
+		original_value, header_names, header_values, message_id, message_idempotence_id, message_created,
+		message_system, message_service, message_type, message_type_version, causing_message, attempt,
+		source_format, source_topic, source_partition, source_offset)
+	SELECT id, created_at, temporality, error_code, error_message, error_description,
+		sha256(convert_to(stack_trace, 'UTF8')), stack_trace_hash, event_id, idempotence_id, event_created,
+		publisher_system, publisher_service, process_id, original_topic, original_partition, original_offset,
+		original_key, original_value, header_names, header_values, message_id, message_idempotence_id,
+		message_created, message_system, message_service, message_type, message_type_version, causing_message,
+		attempt, source_format, source_topic, source_partition, source_offset
+	FROM stored
+), states AS (
+	INSERT INTO failure_states (id, created_at, group_id, temporality, original_topic, state, state_reason,
+		next_attempt_at, resend_failures, last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at)
+	SELECT id, created_at, group_id, temporality, original_topic, state, state_reason, next_attempt_at, resend_failures,
+		last_resend_error, resent_at, closed_reason, closed_by, closed_at, updated_at
+	FROM stored
+)
+SELECT count(*) FROM keys`

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -230,7 +231,10 @@ func intakeBenchEvents(codec *avro.Codec, n, valueSize int) ([]store.Incoming, [
 }
 
 func intakeResetTables(ctx context.Context, pool *pgxpool.Pool) error {
-	for _, s := range []string{"TRUNCATE failures, failure_groups, audit_log RESTART IDENTITY", "CHECKPOINT"} {
+	for _, s := range []string{
+		"TRUNCATE failure_records, failure_states, failure_keys, failure_texts, failure_revisions, failure_groups, audit_log RESTART IDENTITY",
+		"CHECKPOINT",
+	} {
 		if _, err := pool.Exec(ctx, s); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
@@ -238,55 +242,92 @@ func intakeResetTables(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// intakeBenchColumns are the failures columns the intake writes.
+// intakeBenchColumns are the failure_records columns the intake writes.
 var intakeBenchColumns = []string{
-	"id", "state", "temporality", "error_code", "error_message", "error_description", "stack_trace", "stack_trace_hash",
+	"id", "created_at", "temporality", "error_code", "error_message", "error_description", "stack_trace_ref", "stack_trace_hash",
 	"event_id", "idempotence_id", "event_created", "publisher_system", "publisher_service", "process_id",
 	"original_topic", "original_partition", "original_offset", "original_key", "original_value", "header_names", "header_values",
 	"message_id", "message_idempotence_id", "message_created", "message_system", "message_service", "message_type", "message_type_version",
-	"causing_message", "attempt", "next_attempt_at", "state_reason", "group_id", "created_at", "updated_at",
+	"causing_message", "attempt", "source_format",
 }
 
-// intakeBenchRow returns the failures row of in, for intakeBenchColumns.
-func intakeBenchRow(in store.Incoming, groupID int64, now time.Time) []any {
+// intakeBenchStateColumns are the failure_states columns the intake writes.
+var intakeBenchStateColumns = []string{"id", "created_at", "group_id", "temporality", "original_topic", "state", "next_attempt_at", "updated_at"}
+
+// intakeBenchRows returns the failure_records, failure_states and failure_keys rows of in (for
+// intakeBenchColumns, intakeBenchStateColumns and the keys' columns), and the hash of its stack
+// trace (nil without one).
+func intakeBenchRows(in store.Incoming, groupID int64, attempt int, now time.Time) (record, state, key []any, trace []byte) {
 	e, p, md := in.Event, &in.Event.Payload, in.Event.Payload.FailedMessageMetadata
 	names := make([]string, len(in.Headers))
 	values := make([][]byte, len(in.Headers))
 	for i, h := range in.Headers {
 		names[i], values[i] = h.Name, h.Value
 	}
-	state, next := "PERMANENT", (*time.Time)(nil)
+	st, next := "PERMANENT", (*time.Time)(nil)
 	if e.References.ErrorType.Temporality == avro.Temporary {
 		at, _ := resend.DefaultBackoff().Next(1, now)
-		state, next = "RETRY_PENDING", &at
+		st, next = "RETRY_PENDING", &at
+	}
+	if p.StackTrace != nil {
+		h := sha256.Sum256([]byte(*p.StackTrace))
+		trace = h[:]
 	}
 	id, _ := uuid.NewV7()
-	return []any{
-		id, state, string(e.References.ErrorType.Temporality), e.References.ErrorType.Code, p.ErrorMessage, p.ErrorDescription,
-		p.StackTrace, p.StackTraceHash, e.Identity.EventID, e.Identity.IdempotenceID, e.Identity.Created, e.Publisher.System,
+	record = []any{
+		id, now, string(e.References.ErrorType.Temporality), e.References.ErrorType.Code, p.ErrorMessage, p.ErrorDescription,
+		trace, p.StackTraceHash, e.Identity.EventID, e.Identity.IdempotenceID, e.Identity.Created, e.Publisher.System,
 		e.Publisher.Service, e.ProcessID, e.References.Message.TopicName, e.References.Message.Partition, e.References.Message.Offset,
 		p.OriginalKey, p.OriginalMessage, names, values, md.EventID, md.IdempotenceID, md.Created, md.System, md.Service,
-		md.MessageTypeName, md.MessageTypeVersion, store.CausingMessage(e, in.Headers), 1, next, nil, groupID, now, now,
+		md.MessageTypeName, md.MessageTypeVersion, store.CausingMessage(e, in.Headers), attempt, "mpfe",
 	}
+	return record, []any{id, now, groupID, string(e.References.ErrorType.Temporality), e.References.Message.TopicName, st, next, now},
+		[]any{e.Identity.IdempotenceID, id, now}, trace
 }
 
-// intakeRawCopy writes the rows with one COPY into failures: no duplicate check, no group lookup,
-// nothing decoded. It is the floor the intake is measured against.
+// intakeRawCopy writes the rows the intake writes, in one transaction: the distinct stack
+// traces, then one COPY each into failure_records, failure_states and failure_keys. No
+// duplicate check, no group lookup, nothing decoded: it is the floor the intake is measured
+// against.
 func intakeRawCopy(ctx context.Context, pool *pgxpool.Pool, events []store.Incoming) error {
 	var group int64
 	if err := pool.QueryRow(ctx, `INSERT INTO failure_groups (publisher_service, error_code) VALUES ('bench', 'BENCH') RETURNING id`).Scan(&group); err != nil {
 		return err
 	}
 	now := time.Now()
-	i := 0
-	_, err := pool.CopyFrom(ctx, pgx.Identifier{"failures"}, intakeBenchColumns, pgx.CopyFromFunc(func() ([]any, error) {
-		if i == len(events) {
-			return nil, nil
+	records, states, keys := make([][]any, len(events)), make([][]any, len(events)), make([][]any, len(events))
+	traces := map[string]string{}
+	for i, in := range events {
+		var trace []byte
+		records[i], states[i], keys[i], trace = intakeBenchRows(in, group, 1, now)
+		if trace != nil {
+			traces[string(trace)] = *in.Event.Payload.StackTrace
 		}
-		i++
-		return intakeBenchRow(events[i-1], group, now), nil
-	}))
-	return err
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		hashes, bodies := make([][]byte, 0, len(traces)), make([]string, 0, len(traces))
+		for h, b := range traces {
+			hashes, bodies = append(hashes, []byte(h)), append(bodies, b)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO failure_texts (hash, body, last_used) SELECT h, b, $3 FROM unnest($1::bytea[], $2::text[]) AS u(h, b)`,
+			hashes, bodies, now); err != nil {
+			return err
+		}
+		for _, c := range []struct {
+			table string
+			cols  []string
+			rows  [][]any
+		}{
+			{"failure_records", intakeBenchColumns, records},
+			{"failure_states", intakeBenchStateColumns, states},
+			{"failure_keys", []string{"idempotence_id", "failure_id", "created_at"}, keys},
+		} {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {
+				return fmt.Errorf("copy into %s: %w", c.table, err)
+			}
+		}
+		return nil
+	})
 }
 
 // intakeBenchRecord is one record of a source topic.
@@ -505,11 +546,11 @@ func intakePerRecord(ctx context.Context, pool *pgxpool.Pool, codec *avro.Codec,
 		in := store.Incoming{Event: e, Headers: hs}
 		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			var exists bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM failures WHERE idempotence_id = $1)`, e.Identity.IdempotenceID).Scan(&exists); err != nil || exists {
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM failure_keys WHERE idempotence_id = $1)`, e.Identity.IdempotenceID).Scan(&exists); err != nil || exists {
 				return err
 			}
 			var previous int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM failures WHERE causing_message = $1`, store.CausingMessage(e, hs)).Scan(&previous); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM failure_records WHERE causing_message = $1`, store.CausingMessage(e, hs)).Scan(&previous); err != nil {
 				return err
 			}
 			var group int64
@@ -519,9 +560,20 @@ func intakePerRecord(ctx context.Context, pool *pgxpool.Pool, codec *avro.Codec,
 				*e.Payload.StackTraceHash).Scan(&group); err != nil {
 				return err
 			}
-			row := intakeBenchRow(in, group, time.Now())
-			row[29] = previous + 1 // attempt
-			_, err := tx.Exec(ctx, intakeInsertOne, row...)
+			record, state, key, trace := intakeBenchRows(in, group, previous+1, time.Now())
+			if trace != nil {
+				if _, err := tx.Exec(ctx, `INSERT INTO failure_texts (hash, body, last_used) VALUES ($1, $2, now()) ON CONFLICT DO NOTHING`,
+					trace, *e.Payload.StackTrace); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, intakeInsertOne("failure_keys", []string{"idempotence_id", "failure_id", "created_at"}), key...); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, intakeInsertOne("failure_records", intakeBenchColumns), record...); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, intakeInsertOne("failure_states", intakeBenchStateColumns), state...)
 			return err
 		})
 		if err != nil {
@@ -531,13 +583,14 @@ func intakePerRecord(ctx context.Context, pool *pgxpool.Pool, codec *avro.Codec,
 	return nil
 }
 
-var intakeInsertOne = func() string {
-	ph := make([]string, len(intakeBenchColumns))
+// intakeInsertOne returns the INSERT of one row into table's columns.
+func intakeInsertOne(table string, columns []string) string {
+	ph := make([]string, len(columns))
 	for i := range ph {
 		ph[i] = "$" + strconv.Itoa(i+1)
 	}
-	return "INSERT INTO failures (" + strings.Join(intakeBenchColumns, ", ") + ") VALUES (" + strings.Join(ph, ", ") + ")"
-}()
+	return "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES (" + strings.Join(ph, ", ") + ")"
+}
 
 // intakeRSSSampler records the peak resident set size of the process, sampled every 50ms.
 type intakeRSSSampler struct {

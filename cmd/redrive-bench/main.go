@@ -55,6 +55,12 @@ func run(ctx context.Context, args []string) int {
 // scratchDatabase creates a migrated database on the server at serverURL and returns a pool on
 // it and a function that drops it.
 func scratchDatabase(ctx context.Context, serverURL string) (*pgxpool.Pool, func(), error) {
+	return scratchDatabaseAt(ctx, serverURL, 0)
+}
+
+// scratchDatabaseAt is scratchDatabase with the migrations applied up to version (all of them
+// when version is 0).
+func scratchDatabaseAt(ctx context.Context, serverURL string, version int64) (*pgxpool.Pool, func(), error) {
 	admin, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", serverURL, err)
@@ -86,7 +92,11 @@ func scratchDatabase(ctx context.Context, serverURL string) (*pgxpool.Pool, func
 		return nil, nil, err
 	}
 	sqlDB := stdlib.OpenDB(*cfg)
-	err = migrations.Up(ctx, sqlDB)
+	if version == 0 {
+		err = migrations.Up(ctx, sqlDB)
+	} else {
+		err = migrations.UpTo(ctx, sqlDB, version)
+	}
 	_ = sqlDB.Close()
 	if err != nil {
 		drop()

@@ -63,7 +63,11 @@ func benchResend(ctx context.Context, args []string) error {
 		return err
 	}
 	if *fillfactor != 0 {
-		if _, err := pool.Exec(ctx, fmt.Sprintf("ALTER TABLE failures SET (fillfactor = %d)", *fillfactor)); err != nil {
+		// Every partition of the states (the only rows a resend updates), the default one too.
+		if _, err := pool.Exec(ctx, fmt.Sprintf(`DO $$ DECLARE p regclass; BEGIN
+			FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'failure_states'::regclass LOOP
+				EXECUTE format('ALTER TABLE %%s SET (fillfactor = %d)', p);
+			END LOOP; END $$`, *fillfactor)); err != nil {
 			return fmt.Errorf("set fillfactor: %w", err)
 		}
 	}
@@ -114,7 +118,7 @@ func benchResend(ctx context.Context, args []string) error {
 	return nil
 }
 
-// resendUpdateStats prints how many updates of the failures table were HOT (wrote no index
+// resendUpdateStats prints how many updates of the failure states were HOT (wrote no index
 // entry) over all the runs, warm-up included: claims (lease writes) and marks. Backends report
 // their statistics within about a second of going idle, so it waits that long first.
 func resendUpdateStats(ctx context.Context, pool *pgxpool.Pool) error {
@@ -125,10 +129,11 @@ func resendUpdateStats(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	var upd, hot int64
 	if err := pool.QueryRow(ctx, `
-		SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'failures'`).Scan(&upd, &hot); err != nil {
+		SELECT coalesce(sum(n_tup_upd), 0), coalesce(sum(n_tup_hot_upd), 0) FROM pg_stat_user_tables
+		WHERE relname LIKE 'failure\_states\_%'`).Scan(&upd, &hot); err != nil {
 		return fmt.Errorf("update statistics: %w", err)
 	}
-	fmt.Printf("failures updates: %d, of which HOT: %d (%.0f %%)\n", upd, hot, 100*float64(hot)/float64(max(upd, 1)))
+	fmt.Printf("failure_states updates: %d, of which HOT: %d (%.0f %%)\n", upd, hot, 100*float64(hot)/float64(max(upd, 1)))
 	return nil
 }
 
@@ -371,9 +376,9 @@ func resendHistograms(reg *prometheus.Registry) map[string]resendHistogram {
 	return out
 }
 
-// resendQuiesce vacuums and analyzes the failures table and writes a checkpoint.
+// resendQuiesce vacuums and analyzes the failure tables.
 func resendQuiesce(ctx context.Context, pool *pgxpool.Pool) error {
-	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) failures`); err != nil {
+	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) failure_records, failure_states, failure_keys`); err != nil {
 		return fmt.Errorf("vacuum: %w", err)
 	}
 	return nil
@@ -394,17 +399,28 @@ func resendInsertDue(ctx context.Context, pool *pgxpool.Pool, topic, label strin
 	for i, h := range resendBenchHeaders {
 		names[i], values[i] = h.Key, h.Value
 	}
+	// The record, state and key of each failure, as the intake writes them (migration 020).
 	_, err := pool.Exec(ctx, `
-		INSERT INTO failures (state, temporality, error_code, error_message, event_id, idempotence_id,
-			event_created, publisher_system, publisher_service, original_topic, original_partition,
-			original_offset, original_key, original_value, header_names, header_values, causing_message,
-			attempt, next_attempt_at, group_id)
-		SELECT 'RETRY_PENDING', 'TEMPORARY', 'TIMEOUT', 'boom', gen_random_uuid()::text, gen_random_uuid()::text,
-			now(), 'bench', 'bench-service', $1, 0, i,
-			convert_to('key-' || $5::text || '-' || i, 'UTF8'),
-			convert_to(rpad('v' || $5::text || '-' || i, $3, 'x'), 'UTF8'),
-			$6, $7, 'bench-' || $5::text || '-' || i, 1, $8::timestamptz, $4
-		FROM generate_series(1, $2) AS i`, topic, n, valueSize, groupID, label, names, values, time.Now().Add(in-time.Second))
+		WITH f AS (
+			SELECT gen_random_uuid() AS id, now() AS created_at, gen_random_uuid()::text AS idem, i
+			FROM generate_series(1, $2) AS i
+		), records AS (
+			INSERT INTO failure_records (id, created_at, temporality, error_code, error_message, event_id, idempotence_id,
+				event_created, publisher_system, publisher_service, original_topic, original_partition,
+				original_offset, original_key, original_value, header_names, header_values, causing_message,
+				attempt, source_format)
+			SELECT id, created_at, 'TEMPORARY', 'TIMEOUT', 'boom', gen_random_uuid()::text, idem,
+				now(), 'bench', 'bench-service', $1, 0, i,
+				convert_to('key-' || $5::text || '-' || i, 'UTF8'),
+				convert_to(rpad('v' || $5::text || '-' || i, $3, 'x'), 'UTF8'),
+				$6, $7, 'bench-' || $5::text || '-' || i, 1, 'mpfe'
+			FROM f
+		), keys AS (
+			INSERT INTO failure_keys (idempotence_id, failure_id, created_at) SELECT idem, id, created_at FROM f
+		)
+		INSERT INTO failure_states (id, created_at, group_id, temporality, original_topic, state, next_attempt_at, updated_at)
+		SELECT id, created_at, $4, 'TEMPORARY', $1, 'RETRY_PENDING', $8::timestamptz, created_at FROM f`,
+		topic, n, valueSize, groupID, label, names, values, time.Now().Add(in-time.Second))
 	if err != nil {
 		return fmt.Errorf("insert %d failures: %w", n, err)
 	}
