@@ -117,6 +117,10 @@ type ActionRequest struct {
 	// Payload is the asker's payload permission: a filter's criteria follow the
 	// confidentiality policy (as ListRequest.Reader).
 	Payload bool
+	// Release, with a close of one id, closes an ordering guard's head with release: the
+	// failures parked behind it are then resent in offset order, carrying avro.HeaderRelease
+	// (see ActionResult.Parked). It needs a Resender.
+	Release bool
 }
 
 // ActionResult reports an action: the count of every outcome, and each item.
@@ -130,6 +134,10 @@ type ActionResult struct {
 	// Items has one outcome per failure acted on, in request order; a dry run by filter
 	// only counts (Items is empty).
 	Items []ItemOutcome
+	// Parked has the outcomes of the failures parked behind a head (store.ParkedChain) that a
+	// retry of that one head, or its close with Release, resent after it, in offset order.
+	// They are not counted in Matched or Counts.
+	Parked []ItemOutcome
 }
 
 // Succeeded reports whether every item reached the action's success.
@@ -187,8 +195,18 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 		if req.Selection.Filter != nil {
 			details["filter"] = describeFilter(*req.Selection.Filter)
 		}
+		if req.Release {
+			details = map[string]any{"release": true}
+		}
 		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details, ""); err != nil {
 			return nil, err
+		}
+		// One head retried, or closed with release: its parked failures follow it, in order.
+		if len(res.Items) == 1 && res.Items[0].Outcome == req.Action.Success() && req.Selection.IDs != nil &&
+			(req.Action == Retry || req.Release) {
+			if res.Parked, err = c.resendParked(actx, res.Items[0].ID, req.Principal, reason, req.Release); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, it := range res.Items {
@@ -235,7 +253,10 @@ func (c *Core) check(req *ActionRequest) (string, error) {
 	case len(sel.IDs) > MaxIDs:
 		return "", invalid("ids", "%d ids, at most %d per request (or use a filter)", len(sel.IDs), MaxIDs)
 	}
-	if req.Action == Retry && c.cfg.Resender == nil && !req.DryRun {
+	if req.Release && (req.Action != Close || len(sel.IDs) != 1) {
+		return "", invalid("release", "only with a close of one failure (an ordering guard's head)")
+	}
+	if (req.Action == Retry || req.Release) && c.cfg.Resender == nil && !req.DryRun {
 		return "", fmt.Errorf("%w: resending is not configured on this server", ErrUnavailable)
 	}
 	return reason, nil
