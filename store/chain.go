@@ -78,14 +78,15 @@ type chainRow struct {
 // guard: a parked record's resend that fails for its own reason becomes the key's new head.
 func (s *Store) ParkedChain(ctx context.Context, id uuid.UUID) (ParkedChain, error) {
 	rows, err := s.chainRows(ctx, id)
-	if err != nil {
+	if err != nil || rows == nil {
 		return ParkedChain{}, err
 	}
 	return deriveParkedChain(id, rows), nil
 }
 
 // chainRows reads the failures of the key and partition of the failure with id (the failure
-// itself included, whatever the bound), written against the failures table's columns.
+// itself included, whatever the bound), written against the failures table's columns; none
+// for a failure with a null key.
 func (s *Store) chainRows(ctx context.Context, id uuid.UUID) ([]chainRow, error) {
 	var self chainRow
 	var key []byte
@@ -100,7 +101,7 @@ func (s *Store) chainRows(ctx context.Context, id uuid.UUID) ([]chainRow, error)
 		return nil, fmt.Errorf("parked chain: %w", err)
 	}
 	if key == nil {
-		return []chainRow{self}, nil // a null key is not guarded
+		return nil, nil // a null key is not guarded: no chain
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT f.id, f.causing_message, f.attempt, f.state, f.error_code, f.original_offset
