@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -50,7 +51,7 @@ func (c *Core) resendParked(ctx context.Context, head uuid.UUID, principal, reas
 	for i, l := range open {
 		res, err := c.cfg.Resender.ResendIDs(ctx, []uuid.UUID{l.ID}, req)
 		if err == nil && len(res.Items) != 1 {
-			err = resendtype.ErrInvalidRequest
+			err = fmt.Errorf("resend of one id answered %d outcomes", len(res.Items))
 		}
 		if err != nil {
 			c.log.Error("operator: resending a parked failure failed", "head", head, "id", l.ID, "error", err)

@@ -38,7 +38,7 @@ type ParkedChain struct {
 	// in original offset order.
 	Parked []ParkedLink
 	// Truncated says that the key has more than MaxParkedChain failures on its partition: the
-	// chain was derived from the first of them.
+	// chain was derived from the latest of them (by offset).
 	Truncated bool
 }
 
@@ -85,8 +85,8 @@ func (s *Store) ParkedChain(ctx context.Context, id uuid.UUID) (ParkedChain, err
 }
 
 // chainRows reads the failures of the key and partition of the failure with id (the failure
-// itself included, whatever the bound), written against the failures table's columns; none
-// for a failure with a null key.
+// itself included, whatever the bound; beyond it the latest by offset), written against the
+// failures table's columns; none for a failure with a null key.
 func (s *Store) chainRows(ctx context.Context, id uuid.UUID) ([]chainRow, error) {
 	var self chainRow
 	var key []byte
@@ -111,7 +111,7 @@ func (s *Store) chainRows(ctx context.Context, id uuid.UUID) ([]chainRow, error)
 		  AND substring(f.original_key from 1 for 256) = substring($2::bytea from 1 for 256)
 		  AND f.original_key = $2::bytea
 		  AND f.id <> $1
-		ORDER BY f.original_offset, f.attempt, f.id
+		ORDER BY f.original_offset DESC, f.attempt DESC, f.id
 		LIMIT $3`, id, key, MaxParkedChain)
 	if err != nil {
 		return nil, fmt.Errorf("parked chain: %w", err)
