@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
@@ -116,15 +117,20 @@ func TestParkedChain(t *testing.T) {
 	}
 	msgs = e.cluster.ConsumeN(t, "orders", 5, 30*time.Second)[3:]
 	for i, want := range []string{"k3-p1", "k3-p2"} {
-		var release string
-		for _, h := range msgs[i].Headers {
-			if h.Key == avro.HeaderRelease {
-				release = string(h.Value)
-			}
-		}
+		release := headerOf(msgs[i].Headers, avro.HeaderRelease)
 		if got := string(msgs[i].Value); got != want || release != "orders/1/k3" {
 			t.Errorf("release resend %d = %q with %s %q, want %q with the head's causing message", i, got, avro.HeaderRelease, release, want)
 		}
+	}
+	// A record parked after its head was closed: its retry carries the release too.
+	late := e.insert(row{Topic: "orders", Partition: 1, Offset: 25, Key: []byte("k3"), Causing: "k3-late",
+		ErrorCode: avro.CodeParkedBehind, Value: []byte("k3-late")})
+	if r = e.do("POST", "/api/v1/failures/"+late.String()+"/retry", operatorToken, nil); r.status != 200 {
+		t.Fatalf("retry of a record parked behind a closed head = %d %s", r.status, r.body)
+	}
+	m := e.cluster.ConsumeN(t, "orders", 6, 30*time.Second)[5]
+	if release := headerOf(m.Headers, avro.HeaderRelease); string(m.Value) != "k3-late" || release != "orders/1/k3" {
+		t.Errorf("late parked resend %q with release %q", m.Value, release)
 	}
 	// A close without release leaves the chain alone.
 	head3, parked3 := seedChain(e, "k4", 30, 1)
@@ -134,4 +140,15 @@ func TestParkedChain(t *testing.T) {
 	if st := e.state(parked3[0]); st != store.StatePermanent {
 		t.Errorf("parked failure after a plain close of its head: %s", st)
 	}
+}
+
+// headerOf returns the value of the last header named name, "" when none is.
+func headerOf(hs []kafka.Header, name string) string {
+	v := ""
+	for _, h := range hs {
+		if h.Key == name {
+			v = string(h.Value)
+		}
+	}
+	return v
 }

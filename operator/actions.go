@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
@@ -198,15 +199,18 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 		if req.Release {
 			details = map[string]any{"release": true}
 		}
-		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details, ""); err != nil {
-			return nil, err
-		}
-		// One head retried, or closed with release: its parked failures follow it, in order.
-		if len(res.Items) == 1 && res.Items[0].Outcome == req.Action.Success() && req.Selection.IDs != nil &&
-			(req.Action == Retry || req.Release) {
-			if res.Parked, err = c.resendParked(actx, res.Items[0].ID, req.Principal, reason, req.Release); err != nil {
+		// One failure of an ordering chain: the failures parked behind it follow it, in order.
+		var plan chainPlan
+		if len(ids) == 1 && req.Selection.IDs != nil && (req.Action == Retry || req.Release) {
+			if plan, err = c.planChain(actx, ids[0], req.Release); err != nil {
 				return nil, err
 			}
+		}
+		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details, "", plan.headers()); err != nil {
+			return nil, err
+		}
+		if len(res.Items) == 1 && res.Items[0].Outcome == req.Action.Success() {
+			res.Parked = c.resendParked(actx, plan, req.Principal, reason)
 		}
 	}
 	for _, it := range res.Items {
@@ -305,7 +309,7 @@ func (c *Core) preview(ctx context.Context, act Action, ids []uuid.UUID) ([]Item
 // of the chunks after it, as failed: nothing is left without an outcome. When the first chunk
 // fails because the resender is shutting down, nothing was done: that is an error wrapping
 // ErrUnavailable.
-func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any, target string) ([]ItemOutcome, error) {
+func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any, target string, headers []avro.Header) ([]ItemOutcome, error) {
 	chunk := store.MaxCloseIDs
 	if act != Close {
 		chunk = max(1, c.cfg.Resender.MaxIDs())
@@ -318,7 +322,7 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 			err error
 		)
 		if act != Close {
-			res, err = c.retry(ctx, part, principal, reason, details, target)
+			res, err = c.retry(ctx, part, principal, reason, details, target, headers)
 		} else {
 			res, err = c.close(ctx, part, principal, reason, details)
 		}
@@ -341,9 +345,10 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 	return out, nil
 }
 
-// retry resends ids (at most the resender's MaxIDs).
-func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any, target string) ([]ItemOutcome, error) {
-	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resendtype.ManualRequest{Principal: principal, Reason: reason, Details: details, TargetTopic: target})
+// retry resends ids (at most the resender's MaxIDs), each record with headers added.
+func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any, target string, headers []avro.Header) ([]ItemOutcome, error) {
+	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resendtype.ManualRequest{Principal: principal, Reason: reason, Details: details,
+		TargetTopic: target, Headers: headers})
 	if err != nil {
 		return nil, err
 	}
