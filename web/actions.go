@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -83,9 +84,12 @@ type confirmPage struct {
 	Hidden     []hiddenField
 	FilterLink string
 	Error      string
-	// Parked are the open failures parked behind the one head selected, which a retry or a
-	// close with release resends after it, in offset order.
+	// Parked are the open failures parked behind the one head selected (or after the one
+	// parked failure selected), which the action resends after it, in offset order.
 	Parked []store.ParkedLink
+	// ClosedHead is the CLOSED head of the one parked failure selected for a retry: the
+	// resends carry the release.
+	ClosedHead *store.ParkedLink
 }
 
 func (h *handler) postConfirm(w http.ResponseWriter, r *http.Request) {
@@ -109,8 +113,16 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request, a actionForm, 
 	p.Others = res.Matched - p.Count
 	if len(a.IDs) == 1 && (a.Action == operator.Retry || a.Release) {
 		ch, err := h.core.ParkedChain(r.Context(), a.IDs[0])
-		if err == nil && ch.Head != nil && ch.Head.ID == a.IDs[0] {
+		switch {
+		case err != nil || ch.Head == nil:
+		case ch.Head.ID == a.IDs[0]:
 			p.Parked = ch.Open()
+		case a.Action == operator.Retry && ch.Head.State == store.StateClosed:
+			p.ClosedHead = ch.Head
+			open := ch.Open()
+			if i := slices.IndexFunc(open, func(l store.ParkedLink) bool { return l.ID == a.IDs[0] }); i >= 0 {
+				p.Parked = open[i+1:]
+			}
 		}
 	}
 	if a.All {

@@ -59,6 +59,14 @@ func TestParkedChainPage(t *testing.T) {
 	if st := f.state(head); st != store.StateClosed {
 		t.Errorf("head: %s", st)
 	}
+	// A record parked after the head was closed: its retry's confirmation says it carries the
+	// release.
+	late := testkit.InsertFailure(t, f.pool, testkit.FailureRow{Topic: "orders", Partition: 0, Offset: 110,
+		Key: key, Causing: "c-late", ErrorCode: avro.CodeParkedBehind, Value: []byte("late")})
+	resp, body = op.do("POST", "/failures/confirm", url.Values{"csrf": {tok}, "action": {"retry"}, "id": {late.String()}})
+	if resp.StatusCode != 200 || !strings.Contains(body, `id="release-note">This failure is parked behind <a href="/failures/`+head.String()+`"`) {
+		t.Fatalf("confirm of a late parked failure: %d %s", resp.StatusCode, body)
+	}
 	msgs := f.kafka.ConsumeN(t, "orders", 2, 30*time.Second)
 	for i, want := range []string{"p1", "p2"} {
 		var release string
