@@ -14,6 +14,15 @@ import (
 // reasonBody is the body of a single retry or close.
 type reasonBody struct {
 	Reason *string `json:"reason"`
+	// Release, on a close, closes an ordering guard's head with release.
+	Release bool `json:"release"`
+}
+
+// actOneJSON is the outcome of a single retry or close, with the failures parked behind the
+// head that were resent after it.
+type actOneJSON struct {
+	itemJSON
+	Parked []itemJSON `json:"parked,omitempty"`
 }
 
 // itemJSON is the outcome of an action for one failure.
@@ -59,7 +68,7 @@ func (a *api) actOne(w http.ResponseWriter, r *http.Request, act operator.Action
 		return
 	}
 	res, err := a.core.Act(r.Context(), operator.ActionRequest{Action: act, Selection: operator.Selection{IDs: []uuid.UUID{id}},
-		Principal: principal(r).Name, Reason: deref(body.Reason), Payload: reader(r).Payload})
+		Principal: principal(r).Name, Reason: deref(body.Reason), Payload: reader(r).Payload, Release: body.Release})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -67,7 +76,7 @@ func (a *api) actOne(w http.ResponseWriter, r *http.Request, act operator.Action
 	o := res.Items[0]
 	switch o.Outcome {
 	case act.Success():
-		writeJSON(w, http.StatusOK, newItemJSON(o))
+		writeJSON(w, http.StatusOK, actOneJSON{itemJSON: newItemJSON(o), Parked: listOf(res.Parked, func(p *operator.ItemOutcome) itemJSON { return newItemJSON(*p) })})
 	case operator.OutcomeNotFound:
 		writeProblem(w, r, http.StatusNotFound, "id", "no failure has this id")
 	case operator.OutcomeConflict:

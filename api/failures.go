@@ -288,6 +288,8 @@ type failureDetail struct {
 	ClosedBy         *string          `json:"closed_by"`
 	Attempts         []failureSummary `json:"attempts"`
 	Audit            []auditJSON      `json:"audit"`
+	// ParkedChain is the failure's ordering-guard chain; null when it is in none.
+	ParkedChain *parkedChainJSON `json:"parked_chain"`
 	// SourcePartition and SourceOffset locate the record on the topic it was read from.
 	SourcePartition *int32  `json:"source_partition"`
 	SourceOffset    *string `json:"source_offset"`
@@ -341,6 +343,7 @@ func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 		ClosedBy:        f.ClosedBy,
 		Attempts:        listOf(d.Chain, summaryJSON),
 		Audit:           auditListJSON(d.Audit),
+		ParkedChain:     newParkedChainJSON(d.Parked),
 	}
 	for i, h := range f.Headers {
 		out.Headers[i] = headerJSON{Name: h.Name, Value: newBytesJSON(h.Value, limit)}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
@@ -117,6 +118,10 @@ type ActionRequest struct {
 	// Payload is the asker's payload permission: a filter's criteria follow the
 	// confidentiality policy (as ListRequest.Reader).
 	Payload bool
+	// Release, with a close of one id, closes an ordering guard's head with release: the
+	// failures parked behind it are then resent in offset order, carrying avro.HeaderRelease
+	// (see ActionResult.Parked). It needs a Resender.
+	Release bool
 }
 
 // ActionResult reports an action: the count of every outcome, and each item.
@@ -130,6 +135,10 @@ type ActionResult struct {
 	// Items has one outcome per failure acted on, in request order; a dry run by filter
 	// only counts (Items is empty).
 	Items []ItemOutcome
+	// Parked has the outcomes of the failures parked behind a head (store.ParkedChain) that a
+	// retry of that one head, or its close with Release, resent after it, in offset order.
+	// They are not counted in Matched or Counts.
+	Parked []ItemOutcome
 }
 
 // Succeeded reports whether every item reached the action's success.
@@ -187,8 +196,21 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 		if req.Selection.Filter != nil {
 			details["filter"] = describeFilter(*req.Selection.Filter)
 		}
-		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details, ""); err != nil {
+		if req.Release {
+			details = map[string]any{"release": true}
+		}
+		// One failure of an ordering chain: the failures parked behind it follow it, in order.
+		var plan chainPlan
+		if len(ids) == 1 && req.Selection.IDs != nil && (req.Action == Retry || req.Release) {
+			if plan, err = c.planChain(actx, ids[0], req.Release); err != nil {
+				return nil, err
+			}
+		}
+		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details, "", plan.headers()); err != nil {
 			return nil, err
+		}
+		if len(res.Items) == 1 && res.Items[0].Outcome == req.Action.Success() {
+			res.Parked = c.resendParked(actx, plan, req.Principal, reason)
 		}
 	}
 	for _, it := range res.Items {
@@ -235,7 +257,10 @@ func (c *Core) check(req *ActionRequest) (string, error) {
 	case len(sel.IDs) > MaxIDs:
 		return "", invalid("ids", "%d ids, at most %d per request (or use a filter)", len(sel.IDs), MaxIDs)
 	}
-	if req.Action == Retry && c.cfg.Resender == nil && !req.DryRun {
+	if req.Release && (req.Action != Close || len(sel.IDs) != 1) {
+		return "", invalid("release", "only with a close of one failure (an ordering guard's head)")
+	}
+	if (req.Action == Retry || req.Release) && c.cfg.Resender == nil && !req.DryRun {
 		return "", fmt.Errorf("%w: resending is not configured on this server", ErrUnavailable)
 	}
 	return reason, nil
@@ -284,7 +309,7 @@ func (c *Core) preview(ctx context.Context, act Action, ids []uuid.UUID) ([]Item
 // of the chunks after it, as failed: nothing is left without an outcome. When the first chunk
 // fails because the resender is shutting down, nothing was done: that is an error wrapping
 // ErrUnavailable.
-func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any, target string) ([]ItemOutcome, error) {
+func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any, target string, headers []avro.Header) ([]ItemOutcome, error) {
 	chunk := store.MaxCloseIDs
 	if act != Close {
 		chunk = max(1, c.cfg.Resender.MaxIDs())
@@ -297,7 +322,7 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 			err error
 		)
 		if act != Close {
-			res, err = c.retry(ctx, part, principal, reason, details, target)
+			res, err = c.retry(ctx, part, principal, reason, details, target, headers)
 		} else {
 			res, err = c.close(ctx, part, principal, reason, details)
 		}
@@ -320,9 +345,10 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 	return out, nil
 }
 
-// retry resends ids (at most the resender's MaxIDs).
-func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any, target string) ([]ItemOutcome, error) {
-	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resendtype.ManualRequest{Principal: principal, Reason: reason, Details: details, TargetTopic: target})
+// retry resends ids (at most the resender's MaxIDs), each record with headers added.
+func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any, target string, headers []avro.Header) ([]ItemOutcome, error) {
+	res, err := c.cfg.Resender.ResendIDs(ctx, ids, resendtype.ManualRequest{Principal: principal, Reason: reason, Details: details,
+		TargetTopic: target, Headers: headers})
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,9 @@ func (c *Core) CountFailures(ctx context.Context, f store.Filter, reader Reader)
 type FailureView struct {
 	*store.FailureDetail
 	Chain []store.FailureSummary
-	Audit []store.AuditEntry
+	// Parked is the failure's ordering-guard chain (store.ParkedChain); zero when it is in none.
+	Parked store.ParkedChain
+	Audit  []store.AuditEntry
 	// PayloadHidden, when not empty, says why the payload is not shown.
 	PayloadHidden string
 	// KeySize is the key's length (-1 for a null key), ValueSize the value's, HeaderSizes each
@@ -146,6 +148,10 @@ func (c *Core) Failure(ctx context.Context, id uuid.UUID, reader Reader) (*Failu
 	if err != nil {
 		return nil, err
 	}
+	parked, err := c.store.ParkedChain(qctx, id)
+	if err != nil {
+		return nil, fromStore(err)
+	}
 	audit, err := c.store.FailureAudit(qctx, id, MaxAudit)
 	if err != nil {
 		return nil, err
@@ -156,7 +162,7 @@ func (c *Core) Failure(ctx context.Context, id uuid.UUID, reader Reader) (*Failu
 			return nil, err
 		}
 	}
-	v := &FailureView{FailureDetail: d, Chain: chain, Audit: audit, KeySize: -1, ValueSize: len(d.Value),
+	v := &FailureView{FailureDetail: d, Chain: chain, Parked: parked, Audit: audit, KeySize: -1, ValueSize: len(d.Value),
 		KeyType: ContentType(d.Key), ValueType: ContentType(d.Value)}
 	if d.Key != nil {
 		v.KeySize = len(d.Key)

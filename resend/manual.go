@@ -3,6 +3,7 @@ package resend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -106,10 +107,13 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 			break
 		}
 		var edit func(*store.ResendItem)
-		if req.TargetTopic != "" {
+		if req.TargetTopic != "" || len(req.Headers) > 0 {
 			edit = func(it *store.ResendItem) {
-				if it.Topic != req.TargetTopic {
+				if req.TargetTopic != "" && it.Topic != req.TargetTopic {
 					it.Topic, it.Partition = req.TargetTopic, store.UnknownPosition
+				}
+				if len(req.Headers) > 0 {
+					it.Headers = append(slices.Clip(it.Headers), req.Headers...)
 				}
 			}
 		}

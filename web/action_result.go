@@ -51,6 +51,9 @@ type actionRecord struct {
 	MoreOthers int    `json:"mo,omitempty"`
 	Back       string `json:"b,omitempty"`
 	Single     string `json:"s,omitempty"`
+	// Parked counts the failures parked behind the head resent after it; the ones not
+	// resent are in Others.
+	Parked int `json:"pk,omitempty"`
 }
 
 // recordItem is a failure that the action did not change.
@@ -76,6 +79,14 @@ func newActionRecord(a actionForm, res *operator.ActionResult, principal string,
 		}
 		rec.Others = append(rec.Others, recordItem{ID: it.ID, Outcome: it.Outcome, Before: it.Before, After: it.After,
 			Detail: clip.Text(it.Detail, maxResultDetail)})
+	}
+	for _, it := range res.Parked {
+		if it.Outcome == operator.OutcomeResent {
+			rec.Parked++
+		} else if len(rec.Others) < maxResultItems {
+			rec.Others = append(rec.Others, recordItem{ID: it.ID, Outcome: it.Outcome, Before: it.Before, After: it.After,
+				Detail: clip.Text(it.Detail, maxResultDetail)})
+		}
 	}
 	if len(a.IDs) == 1 {
 		rec.Single = "/failures/" + a.IDs[0].String()
@@ -132,7 +143,7 @@ func (h *handler) getResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := resultPage{A: actionForm{Action: rec.Action, All: rec.All}, Matched: rec.Matched, By: rec.Principal,
-		At: time.Unix(rec.At, 0).UTC(), MoreOthers: rec.MoreOthers}
+		At: time.Unix(rec.At, 0).UTC(), MoreOthers: rec.MoreOthers, Parked: rec.Parked}
 	if rec.Single != "" {
 		p.Single = localPath(rec.Single)
 	}

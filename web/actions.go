@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,6 +25,8 @@ type actionForm struct {
 	IDs    []uuid.UUID
 	Filter store.Filter
 	Reason string
+	// Release closes an ordering guard's head with release (operator.ActionRequest.Release).
+	Release bool
 	// Back is where the result page links back to.
 	Back string
 }
@@ -32,7 +35,8 @@ type actionForm struct {
 // confirmation, which names it in a field). The error, an *operator.InputError, says what
 // cannot be read; whether the action is valid is the core's to say.
 func readActionForm(r *http.Request, act operator.Action) (actionForm, error) {
-	a := actionForm{Action: act, Back: localPath(r.PostFormValue("back")), Reason: r.PostFormValue("reason")}
+	a := actionForm{Action: act, Back: localPath(r.PostFormValue("back")), Reason: r.PostFormValue("reason"),
+		Release: r.PostFormValue("release") == "true"}
 	if a.Action == "" {
 		a.Action = operator.Action(r.PostFormValue("action"))
 	}
@@ -54,7 +58,7 @@ func readActionForm(r *http.Request, act operator.Action) (actionForm, error) {
 // request returns the core's request for a, asked by rd.
 func (a actionForm) request(rd operator.Reader, dryRun bool) operator.ActionRequest {
 	return operator.ActionRequest{Action: a.Action, Principal: rd.Principal, Reason: a.Reason, DryRun: dryRun, Selection: a.selection(),
-		Payload: rd.Payload}
+		Payload: rd.Payload, Release: a.Release}
 }
 
 // selection returns the core's selection of a: the filter for "all matching", else the ids.
@@ -80,6 +84,12 @@ type confirmPage struct {
 	Hidden     []hiddenField
 	FilterLink string
 	Error      string
+	// Parked are the open failures parked behind the one head selected (or after the one
+	// parked failure selected), which the action resends after it, in offset order.
+	Parked []store.ParkedLink
+	// ClosedHead is the CLOSED head of the one parked failure selected for a retry: the
+	// resends carry the release.
+	ClosedHead *store.ParkedLink
 }
 
 func (h *handler) postConfirm(w http.ResponseWriter, r *http.Request) {
@@ -101,6 +111,20 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request, a actionForm, 
 	}
 	p := confirmPage{A: a, R: res, Count: res.Counts[a.Action.Success()], MaxBulk: h.core.MaxBulk(), Error: problem}
 	p.Others = res.Matched - p.Count
+	if len(a.IDs) == 1 && (a.Action == operator.Retry || a.Release) {
+		ch, err := h.core.ParkedChain(r.Context(), a.IDs[0])
+		switch {
+		case err != nil || ch.Head == nil:
+		case ch.Head.ID == a.IDs[0]:
+			p.Parked = ch.Open()
+		case a.Action == operator.Retry && ch.Head.State == store.StateClosed:
+			p.ClosedHead = ch.Head
+			open := ch.Open()
+			if i := slices.IndexFunc(open, func(l store.ParkedLink) bool { return l.ID == a.IDs[0] }); i >= 0 {
+				p.Parked = open[i+1:]
+			}
+		}
+	}
 	if a.All {
 		p.OverCap = res.Matched > h.core.MaxBulk()
 		p.Hidden = hiddenFields(a.Filter)
@@ -130,6 +154,8 @@ type resultPage struct {
 	// Single is the failure acted on alone; Back the page the action started from, when
 	// it is neither that failure nor the list ("" otherwise).
 	Single, Back string
+	// Parked is how many failures parked behind the head were resent after it.
+	Parked int
 }
 
 type outcomeCount struct {

@@ -63,6 +63,9 @@ type ManualRequest struct {
 	// TargetTopic, when set, sends the records to this topic instead of their original one
 	// (partitioned by key).
 	TargetTopic string
+	// Headers, when set, are added after each record's headers (e.g. avro.HeaderRelease when
+	// an operator closed an ordering guard's head with release).
+	Headers []avro.Header
 }
 
 // ItemResult is the outcome of a manual resend for one id.

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/avro"
+)
+
+// MaxParkedChain bounds the failures of one key and partition that ParkedChain reads.
+const MaxParkedChain = 1000
+
+// ParkedLink is one member of an ordering guard's chain: the latest failure of one causing
+// message of the key.
+type ParkedLink struct {
+	// ID is the member's latest failure (its highest attempt).
+	ID             uuid.UUID
+	CausingMessage string
+	State          State
+	ErrorCode      string
+	// Offset is the record's original offset: that of the causing message's first failure
+	// (later attempts are resends, at later offsets).
+	Offset int64
+}
+
+// ParkedChain is the ordering-guard chain a failure belongs to (errorhandler.Ordering): the
+// head a parked failure waits for, and the failures parked behind a head.
+type ParkedChain struct {
+	// Head is the failure the chain waits for; nil when the failure is not parked, or is
+	// parked with no head stored (e.g. the guard overflowed).
+	Head *ParkedLink
+	// Parked are the failures parked behind the head (the failure itself when it is the head),
+	// in original offset order.
+	Parked []ParkedLink
+	// Truncated says that the key has more than MaxParkedChain failures on its partition: the
+	// chain was derived from the latest of them (by offset).
+	Truncated bool
+}
+
+// IsZero reports whether the failure is in no chain: neither parked nor a head with parked
+// failures.
+func (c ParkedChain) IsZero() bool { return c.Head == nil && len(c.Parked) == 0 }
+
+// Open returns the parked failures that an action may still resend (RETRY_PENDING or
+// PERMANENT), in offset order.
+func (c ParkedChain) Open() []ParkedLink {
+	var out []ParkedLink
+	for _, l := range c.Parked {
+		if l.State == StateRetryPending || l.State == StatePermanent {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// chainRow is one failure of a key on a partition, as ParkedChain reads it.
+type chainRow struct {
+	id      uuid.UUID
+	causing string
+	attempt int
+	state   State
+	code    string
+	offset  int64
+}
+
+// ParkedChain returns the ordering-guard chain of the failure with id, or ErrNotFound. A
+// failure with a null key is in no chain.
+//
+// The chain is derived from the failures of the same topic, partition and key: each causing
+// message is one member, placed at its first failure's offset and described by its latest
+// failure; a member whose latest failure has the code avro.CodeParkedBehind is parked, any
+// other is a head; a parked member waits for the nearest head before it. This follows the
+// guard: a parked record's resend that fails for its own reason becomes the key's new head.
+func (s *Store) ParkedChain(ctx context.Context, id uuid.UUID) (ParkedChain, error) {
+	rows, err := s.chainRows(ctx, id)
+	if err != nil || rows == nil {
+		return ParkedChain{}, err
+	}
+	return deriveParkedChain(id, rows), nil
+}
+
+// chainRows reads the failures of the key and partition of the failure with id (the failure
+// itself included, whatever the bound; beyond it the latest by offset), written against the
+// failures table's columns; none for a failure with a null key.
+func (s *Store) chainRows(ctx context.Context, id uuid.UUID) ([]chainRow, error) {
+	var self chainRow
+	var key []byte
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, causing_message, attempt, state, error_code, original_offset, original_key
+		FROM failures WHERE id = $1`, id).
+		Scan(&self.id, &self.causing, &self.attempt, &self.state, &self.code, &self.offset, &key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("parked chain: %w", ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parked chain: %w", err)
+	}
+	if key == nil {
+		return nil, nil // a null key is not guarded: no chain
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT f.id, f.causing_message, f.attempt, f.state, f.error_code, f.original_offset
+		FROM failures f
+		WHERE f.original_topic = (SELECT original_topic FROM failures WHERE id = $1)
+		  AND f.original_partition = (SELECT original_partition FROM failures WHERE id = $1)
+		  AND substring(f.original_key from 1 for 256) = substring($2::bytea from 1 for 256)
+		  AND f.original_key = $2::bytea
+		  AND f.id <> $1
+		ORDER BY f.original_offset DESC, f.attempt DESC, f.id
+		LIMIT $3`, id, key, MaxParkedChain)
+	if err != nil {
+		return nil, fmt.Errorf("parked chain: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (chainRow, error) {
+		var c chainRow
+		err := r.Scan(&c.id, &c.causing, &c.attempt, &c.state, &c.code, &c.offset)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("parked chain: %w", err)
+	}
+	return append(out, self), nil
+}
+
+// deriveParkedChain builds the chain of the failure with id from the rows of its key and
+// partition (which include it; more than MaxParkedChain rows mean a truncated read).
+func deriveParkedChain(id uuid.UUID, rows []chainRow) ParkedChain {
+	var chain ParkedChain
+	chain.Truncated = len(rows) > MaxParkedChain
+	// One member per causing message: the first failure's offset, the latest failure's state.
+	type member struct {
+		link         ParkedLink
+		firstAttempt int
+		lastAttempt  int
+	}
+	byCause := map[string]*member{}
+	var order []*member
+	mine := ""
+	for _, r := range rows {
+		if r.id == id {
+			mine = r.causing
+		}
+		m := byCause[r.causing]
+		if m == nil {
+			m = &member{firstAttempt: r.attempt, lastAttempt: r.attempt - 1,
+				link: ParkedLink{CausingMessage: r.causing, Offset: r.offset}}
+			byCause[r.causing] = m
+			order = append(order, m)
+		}
+		if r.attempt < m.firstAttempt {
+			m.firstAttempt, m.link.Offset = r.attempt, r.offset
+		}
+		if r.attempt > m.lastAttempt {
+			m.lastAttempt = r.attempt
+			m.link.ID, m.link.State, m.link.ErrorCode = r.id, r.state, r.code
+		}
+	}
+	slices.SortStableFunc(order, func(a, b *member) int {
+		switch {
+		case a.link.Offset < b.link.Offset:
+			return -1
+		case a.link.Offset > b.link.Offset:
+			return 1
+		}
+		return 0
+	})
+	self := byCause[mine]
+	if self == nil {
+		return chain
+	}
+	parked := func(m *member) bool { return m.link.ErrorCode == avro.CodeParkedBehind }
+	// The head: the failure itself when it is not parked, else the nearest head before it.
+	var head *member
+	at := slices.Index(order, self)
+	if !parked(self) {
+		head = self
+	} else {
+		for i := at - 1; i >= 0; i-- {
+			if !parked(order[i]) {
+				head = order[i]
+				break
+			}
+		}
+	}
+	if head == nil {
+		// Parked with no head among the stored failures: list the parked run it is in.
+		for i := at; i >= 0 && parked(order[i]); i-- {
+			at = i
+		}
+		for _, m := range order[at:] {
+			if !parked(m) {
+				break
+			}
+			chain.Parked = append(chain.Parked, m.link)
+		}
+		return chain
+	}
+	for _, m := range order[slices.Index(order, head)+1:] {
+		if !parked(m) {
+			break
+		}
+		chain.Parked = append(chain.Parked, m.link)
+	}
+	if len(chain.Parked) > 0 || head != self {
+		h := head.link
+		chain.Head = &h
+	}
+	return chain
+}

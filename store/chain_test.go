@@ -1,0 +1,88 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/store"
+)
+
+// The chain of a key on a partition, as the ordering guard builds it: a head, the failures
+// parked behind it in offset order (whatever order they were stored in), a parked failure
+// whose resend failed for its own reason becoming the head of those after it, later attempts
+// (resends at later offsets) placed at their first failure's offset, and other keys,
+// partitions and null keys kept out.
+func TestParkedChain(t *testing.T) {
+	t.Parallel()
+	s, pool := fixtureStore(t)
+	ctx := context.Background()
+	ins := func(offset int64, causing, code string, attempt int, state store.State) uuid.UUID {
+		return testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "chain", Partition: 3, Offset: offset, Key: []byte("K"),
+			Causing: causing, ErrorCode: code, Attempt: attempt, State: state})
+	}
+	// H@10 (resent once, failed again at 40), P@12 and P@11 stored out of order, then N@13, a
+	// parked record whose resend failed for its own reason (its attempt 2 at 41), and Q@14
+	// parked behind N.
+	h1 := ins(10, "H", "PROCESSING_FAILED", 1, store.StateResent)
+	h2 := ins(40, "H", "PROCESSING_FAILED", 2, store.StatePermanent)
+	p12 := ins(12, "P12", avro.CodeParkedBehind, 1, store.StatePermanent)
+	p11 := ins(11, "P11", avro.CodeParkedBehind, 1, store.StateClosed)
+	n1 := ins(13, "N", avro.CodeParkedBehind, 1, store.StateResent)
+	n2 := ins(41, "N", "PROCESSING_FAILED", 2, store.StatePermanent)
+	q := ins(14, "Q", avro.CodeParkedBehind, 1, store.StatePermanent)
+	// Other keys, partitions and a null key: in no chain.
+	other := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "chain", Partition: 3, Offset: 11, Key: []byte("L"), ErrorCode: avro.CodeParkedBehind})
+	testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "chain", Partition: 4, Offset: 11, Key: []byte("K"), ErrorCode: avro.CodeParkedBehind})
+	null := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "chain", Partition: 3, Offset: 15, NullKey: true, ErrorCode: avro.CodeParkedBehind})
+
+	ids := func(ls []store.ParkedLink) []uuid.UUID {
+		out := make([]uuid.UUID, len(ls))
+		for i, l := range ls {
+			out[i] = l.ID
+		}
+		return out
+	}
+	for name, c := range map[string]struct {
+		id     uuid.UUID
+		head   uuid.UUID
+		parked []uuid.UUID
+		open   []uuid.UUID
+	}{
+		"head, latest attempt":  {h2, h2, []uuid.UUID{p11, p12}, []uuid.UUID{p12}},
+		"head, earlier attempt": {h1, h2, []uuid.UUID{p11, p12}, []uuid.UUID{p12}},
+		"parked":                {p11, h2, []uuid.UUID{p11, p12}, []uuid.UUID{p12}},
+		"new head":              {n1, n2, []uuid.UUID{q}, []uuid.UUID{q}},
+		"parked behind new":     {q, n2, []uuid.UUID{q}, []uuid.UUID{q}},
+		"alone, parked":         {other, uuid.Nil, []uuid.UUID{other}, []uuid.UUID{other}},
+		"null key":              {null, uuid.Nil, nil, nil},
+	} {
+		ch, err := s.ParkedChain(ctx, c.id)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var head uuid.UUID
+		if ch.Head != nil {
+			head = ch.Head.ID
+		}
+		if head != c.head || !slices.Equal(ids(ch.Parked), c.parked) || !slices.Equal(ids(ch.Open()), c.open) || ch.Truncated {
+			t.Errorf("%s: head %s parked %v open %v, want %s %v %v", name, head, ids(ch.Parked), ids(ch.Open()), c.head, c.parked, c.open)
+		}
+		if name == "parked" && (ch.Parked[0].Offset != 11 || ch.Head.Offset != 10 || ch.Head.CausingMessage != "H") {
+			t.Errorf("parked: links %+v head %+v", ch.Parked, ch.Head)
+		}
+	}
+	// A head with nothing parked, and a failure of a key with no chain: in none.
+	lone := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "chain", Partition: 5, Key: []byte("K")})
+	if ch, err := s.ParkedChain(ctx, lone); err != nil || !ch.IsZero() {
+		t.Errorf("lone failure: %+v %v", ch, err)
+	}
+	if _, err := s.ParkedChain(ctx, uuid.New()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown id: %v, want ErrNotFound", err)
+	}
+}
