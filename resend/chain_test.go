@@ -68,3 +68,36 @@ func TestSchedulerResendsParkedFollowers(t *testing.T) {
 		}
 	}
 }
+
+// A parked failure that cannot be resent (another resend holds it) stops its chain: the
+// failures after it keep their state, so the key's order is not broken; the head is RESENT.
+func TestSchedulerChainStopsAtAFollowerNotResent(t *testing.T) {
+	t.Parallel()
+	const topic = "orders"
+	e := newEnv(t, map[string]int{topic: 1})
+	s := e.scheduler(t, nil)
+	key := []byte("K")
+	owner, until := "elsewhere", e.clock.Now().Add(time.Hour)
+	head := e.insertFailure(t, row{Topic: topic, Offset: 10, Key: key, Causing: "head"})
+	first := e.insertFailure(t, row{Topic: topic, Offset: 11, Key: key, Causing: "follower1",
+		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind,
+		LeaseOwner: &owner, LeaseUntil: &until})
+	second := e.insertFailure(t, row{Topic: topic, Offset: 12, Key: key, Causing: "follower2",
+		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
+
+	st, err := s.round(context.Background())
+	if err != nil || st.resent != 1 || st.failed != 2 {
+		t.Fatalf("round: %+v, %v; want 1 resent and 2 not", st, err)
+	}
+	if f := e.failure(t, head); f.State != store.StateResent {
+		t.Errorf("head: %s, want RESENT", f.State)
+	}
+	for name, id := range map[string]uuid.UUID{"follower1": first, "follower2": second} {
+		if f := e.failure(t, id); f.State != store.StatePermanent {
+			t.Errorf("%s: %s, want PERMANENT", name, f.State)
+		}
+	}
+	if got := e.records(topic); got != 1 {
+		t.Errorf("topic holds %d records, want 1 (the head)", got)
+	}
+}
