@@ -395,11 +395,40 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 	if j.r.abandon("after settle", callHook(j.r.cfg.Hooks.AfterSettle, ctx, b)) {
 		return false
 	}
+	j.followChains(ctx, out)
 	if job.State == store.JobDone {
 		j.log.Info("jobs: job finished", "done", job.Done, "skipped", job.Skipped, "failed", job.Failed)
 	}
 	// Records the publisher did not send (it shut down) stay pending: stop claiming more.
 	return len(out) == len(sends)
+}
+
+// followChains has the publisher resend, after the heads of ordering chains among the
+// batch's acknowledged records, the failures parked behind them (ChainFollower). Only a retry
+// job follows chains: a resend_to job sends to another topic, where no guard waits.
+func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend) {
+	f, ok := j.r.cfg.Publisher.(ChainFollower)
+	if !ok || j.job.Action != actionRetry {
+		return
+	}
+	var acked []uuid.UUID
+	for _, s := range sends {
+		if s.Acked {
+			acked = append(acked, s.FailureID)
+		}
+	}
+	if len(acked) == 0 {
+		return
+	}
+	var reason string
+	if j.job.Reason != nil {
+		reason = *j.job.Reason
+	}
+	resent, failed := f.FollowChains(ctx, acked, resendtype.ManualRequest{Principal: j.job.Principal, Reason: reason,
+		Details: map[string]any{"job_id": j.job.ID.String()}})
+	if resent+failed > 0 {
+		j.log.Info("jobs: failures parked behind resent heads resent", "resent", resent, "not_resent", failed)
+	}
 }
 
 // audit returns the audit entries of the sends: one "retry" entry per record sent, with the

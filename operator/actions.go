@@ -206,7 +206,7 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 				return nil, err
 			}
 		}
-		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details, "", plan.headers()); err != nil {
+		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details, "", plan.Headers()); err != nil {
 			return nil, err
 		}
 		if len(res.Items) == 1 && res.Items[0].Outcome == req.Action.Success() {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
@@ -26,34 +25,10 @@ func (c *Core) ParkedChain(ctx context.Context, id uuid.UUID) (store.ParkedChain
 }
 
 // chainPlan is what an action on one failure of an ordering chain sends after it.
-type chainPlan struct {
-	// follow are the open parked failures to resend after the action, in offset order.
-	follow []store.ParkedLink
-	// release is the head's causing message when the resends carry avro.HeaderRelease.
-	release string
-	// own says that the acted-on failure's own resend carries the release too (a parked
-	// failure resent behind a closed head).
-	own bool
-}
+type chainPlan = resendtype.ChainPlan
 
-// headers returns the headers added to the acted-on failure's own resend.
-func (p chainPlan) headers() []avro.Header {
-	if !p.own || p.release == "" {
-		return nil
-	}
-	return []avro.Header{{Name: avro.HeaderRelease, Value: []byte(p.release)}}
-}
-
-// planChain returns what follows an action on the failure with id, read before the action:
-//
-//   - a retry of a head: its open parked failures, after it;
-//   - a close with release of a head: its open parked failures, each carrying the release;
-//   - a retry of a parked failure whose head is CLOSED (records parked after the head was
-//     closed, or a release that did not get through): the failure itself and the open parked
-//     failures after it carry the release, so that the consumer's guard lets the key go on.
-//
-// Anything else sends nothing more. A failure that does not exist plans nothing (the action
-// reports it).
+// planChain returns what follows an action on the failure with id, read before the action
+// (resendtype.PlanChain). A failure that does not exist plans nothing (the action reports it).
 func (c *Core) planChain(ctx context.Context, id uuid.UUID, release bool) (chainPlan, error) {
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
@@ -64,55 +39,30 @@ func (c *Core) planChain(ctx context.Context, id uuid.UUID, release bool) (chain
 	if err != nil {
 		return chainPlan{}, fmt.Errorf("ordering chain: %w", err)
 	}
-	if ch.Head == nil {
-		return chainPlan{}, nil
-	}
-	var p chainPlan
-	switch {
-	case ch.Head.ID == id:
-		p.follow = ch.Open()
-		if release {
-			p.release = ch.Head.CausingMessage
-		}
-		return p, nil
-	case !release && ch.Head.State == store.StateClosed:
-		p.release, p.own = ch.Head.CausingMessage, true
-		after := false
-		for _, l := range ch.Open() {
-			if after {
-				p.follow = append(p.follow, l)
-			}
-			after = after || l.ID == id
-		}
-		return p, nil
-	}
-	return chainPlan{}, nil
+	return resendtype.PlanChain(ch, id, release), nil
 }
 
-// resendParked resends the failures p.follow, one at a time in offset order, after the
+// resendParked resends the failures p.Follow, one at a time in offset order, after the
 // action on the chain's first failure succeeded. Each waits for the broker's acknowledgement
-// of the one before, so that they reach the partition in order; with p.release each carries
+// of the one before, so that they reach the partition in order; with p.Release each carries
 // avro.HeaderRelease = the head's causing message, which resolves the head at the
 // consumer's ordering guard. The first that is not resent stops the rest (they keep their
 // state and are reported failed): sending them on would break the order.
 func (c *Core) resendParked(ctx context.Context, p chainPlan, principal, reason string) []ItemOutcome {
-	if len(p.follow) == 0 {
+	if len(p.Follow) == 0 {
 		return nil
 	}
 	req := resendtype.ManualRequest{Principal: principal, Reason: reason,
-		Details: map[string]any{"ordering_chain": true, "release": p.release != ""}}
-	if p.release != "" {
-		req.Headers = []avro.Header{{Name: avro.HeaderRelease, Value: []byte(p.release)}}
-	}
-	out := make([]ItemOutcome, 0, len(p.follow))
-	for i, l := range p.follow {
+		Details: map[string]any{"ordering_chain": true, "release": p.Release != ""}, Headers: p.FollowHeaders()}
+	out := make([]ItemOutcome, 0, len(p.Follow))
+	for i, l := range p.Follow {
 		res, err := c.cfg.Resender.ResendIDs(ctx, []uuid.UUID{l.ID}, req)
 		if err == nil && len(res.Items) != 1 {
 			err = fmt.Errorf("resend of one id answered %d outcomes", len(res.Items))
 		}
 		if err != nil {
 			c.log.Error("operator: resending a parked failure failed", "id", l.ID, "error", err)
-			for _, rest := range p.follow[i:] {
+			for _, rest := range p.Follow[i:] {
 				out = append(out, ItemOutcome{ID: rest.ID, Outcome: OutcomeFailed, Before: rest.State, After: rest.State,
 					Detail: "not resent: internal error; the server log has the details"})
 			}
@@ -121,7 +71,7 @@ func (c *Core) resendParked(ctx context.Context, p chainPlan, principal, reason 
 		o := resendOutcome(res.Items[0])
 		out = append(out, o)
 		if o.Outcome != OutcomeResent {
-			for _, rest := range p.follow[i+1:] {
+			for _, rest := range p.Follow[i+1:] {
 				out = append(out, ItemOutcome{ID: rest.ID, Outcome: OutcomeFailed, Before: rest.State, After: rest.State,
 					Detail: "not resent: the parked failure before it was not resent, and order must be kept"})
 			}

@@ -103,7 +103,7 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 			for i := start; i < len(items); i++ {
 				items[i].Outcome, items[i].Error = OutcomeFailed, "not attempted: rate limit: "+err.Error()
 			}
-			r.auditOnly(items[start:], req)
+			r.auditOnly(items[start:], req, TriggerManual)
 			break
 		}
 		var edit func(*store.ResendItem)
@@ -117,7 +117,7 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 				}
 			}
 		}
-		r.resendChunk(ctx, part, req, edit)
+		r.resendChunk(ctx, part, req, edit, TriggerManual)
 	}
 	for _, it := range items {
 		r.s.metrics.resends.WithLabelValues(TriggerManual, string(it.Outcome)).Inc()
@@ -126,8 +126,9 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 }
 
 // resendChunk claims, sends and records part, filling in each outcome. edit, when not nil,
-// changes each claimed item before it is sent (a repair's revision).
-func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req ManualRequest, edit func(*store.ResendItem)) {
+// changes each claimed item before it is sent (a repair's revision). trigger (TriggerManual or
+// TriggerAuto) goes to the audit entries and the acknowledgement metric.
+func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req ManualRequest, edit func(*store.ResendItem), trigger string) {
 	ids := make([]uuid.UUID, len(part))
 	for i := range part {
 		ids[i] = part[i].ID
@@ -139,7 +140,7 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 		for i := range part {
 			part[i].Outcome, part[i].Error = OutcomeFailed, "not attempted: the failure could not be claimed (database error)"
 		}
-		r.auditOnly(part, req)
+		r.auditOnly(part, req, trigger)
 		return
 	}
 	index := make(map[uuid.UUID]*ItemResult, len(part))
@@ -180,9 +181,9 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 			res.Outcome, res.Error = d.Outcome, d.Err
 		}
 	}
-	out, err := r.s.deliver(bctx, r.owner, claim, func(out []delivered) []store.AuditEntry {
+	out, err := r.s.deliver(bctx, r.owner, trigger, claim, func(out []delivered) []store.AuditEntry {
 		settle(out)
-		return auditEntries(part, req, r.s.cfg.ServiceName)
+		return auditEntries(part, req, r.s.cfg.ServiceName, trigger)
 	})
 	settle(out)
 	if err != nil {
@@ -191,19 +192,19 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 }
 
 // auditOnly writes the audit entries of items that were not sent.
-func (r *Resender) auditOnly(items []ItemResult, req ManualRequest) {
+func (r *Resender) auditOnly(items []ItemResult, req ManualRequest, trigger string) {
 	if len(items) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
 	defer cancel()
-	err := r.s.store.AppendAudit(ctx, auditEntries(items, req, r.s.cfg.ServiceName), r.s.cfg.Now())
+	err := r.s.store.AppendAudit(ctx, auditEntries(items, req, r.s.cfg.ServiceName, trigger), r.s.cfg.Now())
 	if err != nil {
 		r.s.cfg.Logger.Error("manual resend: audit log write failed", "error", err, "principal", req.Principal, "ids", len(items))
 	}
 }
 
-func auditEntries(items []ItemResult, req ManualRequest, service string) []store.AuditEntry {
+func auditEntries(items []ItemResult, req ManualRequest, service, trigger string) []store.AuditEntry {
 	var reason *string
 	if req.Reason != "" {
 		reason = &req.Reason
@@ -218,7 +219,7 @@ func auditEntries(items []ItemResult, req ManualRequest, service string) []store
 		for k, v := range req.Details {
 			details[k] = v
 		}
-		details["outcome"], details["trigger"], details["resending_service"] = string(it.Outcome), TriggerManual, service
+		details["outcome"], details["trigger"], details["resending_service"] = string(it.Outcome), trigger, service
 		if req.TargetTopic != "" {
 			details["target_topic"] = req.TargetTopic
 		}
@@ -307,7 +308,7 @@ func (r *Resender) ResendRevision(ctx context.Context, id uuid.UUID, rev Revisio
 		it.Topic, it.Key, it.Value = rev.Topic, rev.Key, rev.Value
 		it.Headers = append(append([]avro.Header(nil), rev.Headers...),
 			avro.Header{Name: HeaderRevision, Value: []byte(strconv.FormatInt(rev.ID, 10))})
-	})
+	}, TriggerManual)
 	r.s.metrics.resends.WithLabelValues(TriggerManual, string(part[0].Outcome)).Inc()
 	return part[0], nil
 }

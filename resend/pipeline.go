@@ -129,8 +129,10 @@ func (s *Scheduler) claimLoop(ctx context.Context, out chan<- store.DueClaim) er
 }
 
 // sendBatch loads the records of a claimed batch, moves the failures whose retries are
-// exhausted to PERMANENT, sends the others, and records the sends that were not acknowledged. It
-// returns the ids of the acknowledged records, which the marker marks RESENT.
+// exhausted to PERMANENT, sends the others, and records the sends that were not acknowledged.
+// The acknowledged records that head an ordering guard's chain are followed by the failures
+// parked behind them (followChains), which count in st. It returns the ids of the acknowledged
+// records, which the marker marks RESENT.
 func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st roundStats, acked []uuid.UUID, err error) {
 	st.claimed = len(claim.IDs)
 	// The rows are claimed by this instance: finish the batch even when ctx ends.
@@ -203,6 +205,9 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 		s.cfg.Logger.Warn("resends not acknowledged: failures stay due", "count", len(failures),
 			"first_error", failures[0].Error)
 	}
+	// The heads of ordering chains among the acknowledged: the failures parked behind them follow.
+	r, f := s.followChains(bctx, acked)
+	st.resent, st.failed = st.resent+r, st.failed+f
 	return st, acked, errors.Join(errs...)
 }
 

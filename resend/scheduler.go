@@ -129,11 +129,12 @@ type delivered struct {
 	Err     string  // why it failed
 }
 
-// deliver sends the items of a manual resend's claim, records the failed sends (due again after
+// deliver sends the items of a manual resend's claim (or of an ordering chain's follower, which
+// trigger says), records the failed sends (due again after
 // SendBackoff when RETRY_PENDING), marks the acknowledged ones RESENT and releases the claim, with
 // the audit entries that audit returns in the same transaction. It returns one outcome per item, in order. An acknowledged
 // record whose row could not be marked is a failed outcome that says so.
-func (s *Scheduler) deliver(ctx context.Context, owner string, claim store.ResendClaim, audit func([]delivered) []store.AuditEntry) ([]delivered, error) {
+func (s *Scheduler) deliver(ctx context.Context, owner, trigger string, claim store.ResendClaim, audit func([]delivered) []store.AuditEntry) ([]delivered, error) {
 	items := claim.Items
 	out := make([]delivered, len(items))
 	if len(items) == 0 && audit == nil {
@@ -168,7 +169,7 @@ func (s *Scheduler) deliver(ctx context.Context, owner string, claim store.Resen
 			NextAttemptAt: retryAt(s.cfg.SendBackoff, it.ResendFailures, now),
 		})
 	}
-	s.metrics.acked.WithLabelValues(TriggerManual).Add(float64(len(acked)))
+	s.metrics.acked.WithLabelValues(trigger).Add(float64(len(acked)))
 	if len(failures) > 0 {
 		if _, err := s.store.RecordResendFailures(ctx, now, failures); err != nil {
 			// The rows are due again when the claim is released.

@@ -212,3 +212,49 @@ func deriveParkedChain(id uuid.UUID, rows []chainRow) ParkedChain {
 	}
 	return chain
 }
+
+// WithParkedFollowers returns those of ids whose key has failures parked by the ordering
+// guard (error code avro.CodeParkedBehind) on the same topic and partition, other than of the
+// failure's own causing message: the failures that may head a chain, for which ParkedChain is
+// worth reading. It is one query for all ids, so that a batch of resends without chains pays
+// little for the check. The order of ids is kept.
+func (s *Store) WithParkedFollowers(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT h.id
+		FROM failures h
+		WHERE h.id = ANY($1::uuid[])
+		  AND h.original_key IS NOT NULL
+		  AND EXISTS (
+		    SELECT 1 FROM failures f
+		    WHERE f.original_topic = h.original_topic
+		      AND f.original_partition = h.original_partition
+		      AND substring(f.original_key from 1 for 256) = substring(h.original_key from 1 for 256)
+		      AND f.original_key = h.original_key
+		      AND f.error_code = $2
+		      AND f.causing_message <> h.causing_message)`, ids, avro.CodeParkedBehind)
+	if err != nil {
+		return nil, fmt.Errorf("parked followers: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("parked followers: %w", err)
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	has := make(map[uuid.UUID]bool, len(found))
+	for _, id := range found {
+		has[id] = true
+	}
+	out := make([]uuid.UUID, 0, len(found))
+	for _, id := range ids {
+		if has[id] {
+			out = append(out, id)
+			delete(has, id)
+		}
+	}
+	return out, nil
+}

@@ -86,3 +86,27 @@ func TestParkedChain(t *testing.T) {
 		t.Errorf("unknown id: %v, want ErrNotFound", err)
 	}
 }
+
+// WithParkedFollowers keeps, in order, the ids whose key and partition hold failures parked
+// by the guard for another causing message; a key without them, another partition's parked
+// failures and a null key are left out.
+func TestWithParkedFollowers(t *testing.T) {
+	t.Parallel()
+	s, pool := fixtureStore(t)
+	ctx := context.Background()
+	head := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "follow", Partition: 1, Offset: 10, Key: []byte("K"), Causing: "H", ErrorCode: "X"})
+	testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "follow", Partition: 1, Offset: 11, Key: []byte("K"), Causing: "P", ErrorCode: avro.CodeParkedBehind})
+	lone := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "follow", Partition: 1, Offset: 12, Key: []byte("L"), Causing: "L", ErrorCode: "X"})
+	testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "follow", Partition: 2, Offset: 13, Key: []byte("L"), Causing: "L2", ErrorCode: avro.CodeParkedBehind})
+	self := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "follow", Partition: 1, Offset: 14, Key: []byte("M"), Causing: "M", ErrorCode: avro.CodeParkedBehind})
+	null := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "follow", Partition: 1, Offset: 15, NullKey: true, Causing: "N", ErrorCode: "X"})
+	testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "follow", Partition: 1, Offset: 16, NullKey: true, Causing: "N2", ErrorCode: avro.CodeParkedBehind})
+
+	got, err := s.WithParkedFollowers(ctx, []uuid.UUID{lone, self, null, head, uuid.New()})
+	if err != nil || !slices.Equal(got, []uuid.UUID{head}) {
+		t.Errorf("with parked followers: %v %v, want [%s]", got, err, head)
+	}
+	if got, err := s.WithParkedFollowers(ctx, nil); err != nil || got != nil {
+		t.Errorf("no ids: %v %v", got, err)
+	}
+}
