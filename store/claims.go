@@ -113,10 +113,11 @@ type ClaimDueParams struct {
 // last one may be smaller), in due order. It returns no claim when nothing is due.
 //
 // Claims are taken one at a time (claims.go), so concurrent callers never get the same failure
-// while its claim runs. A claim reads only the index failure_states_due_idx (migrations 005 and
-// 020), in order, and writes one row per batch: it holds the claim lock for little more than the time to read
-// the index entries, however large the records are. The caller loads the records
-// (ResendItems) after the claim, in parallel with the next claim. A caller that claims again and
+// while its claim runs. A claim reads the index failure_states_due_idx (migrations 005 and
+// 020) in order, and of each claimed state row its created_at, and writes one row per batch: it
+// holds the claim lock for little more than the time to read the index entries, however large
+// the records are. The caller loads the records (ResendItemsAt, by id and created_at) after the
+// claim, in parallel with the next claim. A caller that claims again and
 // again passes the cursor of its last claim (DueClaim.Next), so that each claim reads only
 // entries it has not seen: the failures it claimed before stay RETRY_PENDING until they are
 // marked. The claim is one short transaction: none stays open while the caller sends.
