@@ -330,6 +330,7 @@ func (j *jobRun) prepare(items []store.JobBatchItem, records []store.ResendItem)
 			sends[i].Skipped = "state changed since the preview: the failure is no longer RETRY_PENDING or PERMANENT"
 			continue
 		}
+		sends[i].CreatedAt = rec.CreatedAt
 		if j.job.Action == actionResendTo && j.job.TargetTopic != nil && rec.Topic != *j.job.TargetTopic {
 			rec.Topic, rec.Partition = *j.job.TargetTopic, store.UnknownPosition
 		}

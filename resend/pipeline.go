@@ -81,9 +81,9 @@ func (s *Scheduler) round(ctx context.Context) (roundStats, error) {
 	for range s.cfg.Concurrency {
 		senders.Go(func() {
 			for claim := range claimed {
-				st, ids, err := s.sendBatch(ctx, claim)
+				st, ids, created, err := s.sendBatch(ctx, claim)
 				report(st, err)
-				acked <- settled{claim: claim.ID, acked: ids}
+				acked <- settled{claim: claim.ID, acked: ids, createdAt: created}
 			}
 		})
 	}
@@ -132,19 +132,20 @@ func (s *Scheduler) claimLoop(ctx context.Context, out chan<- store.DueClaim) er
 // exhausted to PERMANENT, sends the others, and records the sends that were not acknowledged.
 // The acknowledged records that head an ordering guard's chain are followed by the failures
 // parked behind them (followChains), which count in st. It returns the ids of the acknowledged
-// records, which the marker marks RESENT.
-func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st roundStats, acked []uuid.UUID, err error) {
+// records and their created_at, which the marker marks RESENT. Every lookup carries the claimed
+// created_at: it reads one partition, not every one.
+func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st roundStats, acked []uuid.UUID, ackedAt []time.Time, err error) {
 	st.claimed = len(claim.IDs)
 	// The rows are claimed by this instance: finish the batch even when ctx ends.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.batchTimeout())
 	defer cancel()
 
 	start := time.Now()
-	items, err := s.store.ResendItems(bctx, claim.IDs)
+	items, err := s.store.ResendItemsAt(bctx, claim.IDs, claim.CreatedAt)
 	s.metrics.load.Observe(time.Since(start).Seconds())
 	if err != nil {
 		// Nothing was sent; the marker releases the claim, and the next round claims them again.
-		return st, nil, err
+		return st, nil, nil, err
 	}
 	if n := len(claim.IDs) - len(items); n > 0 {
 		// Only an operator's database edit does this: actions wait for the claim to end.
@@ -173,7 +174,7 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 		}
 	}
 	if len(send) == 0 {
-		return st, nil, errors.Join(errs...)
+		return st, nil, nil, errors.Join(errs...)
 	}
 
 	start = time.Now()
@@ -183,11 +184,12 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 	var failures []store.ResendFailure
 	for i := range send {
 		if sendErrs[i] == nil {
-			acked = append(acked, send[i].ID)
+			acked, ackedAt = append(acked, send[i].ID), append(ackedAt, send[i].CreatedAt)
 			continue
 		}
 		failures = append(failures, store.ResendFailure{
 			ID:            send[i].ID,
+			CreatedAt:     send[i].CreatedAt,
 			Error:         sendErrs[i].Error(),
 			NextAttemptAt: retryAt(s.cfg.SendBackoff, send[i].ResendFailures, now),
 		})
@@ -208,14 +210,15 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 	// The heads of ordering chains among the acknowledged: the failures parked behind them follow.
 	r, f := s.followChains(bctx, acked)
 	st.resent, st.failed = st.resent+r, st.failed+f
-	return st, acked, errors.Join(errs...)
+	return st, acked, ackedAt, errors.Join(errs...)
 }
 
 // settled is a batch whose records were sent: the claim that held it and the ids of the
-// records the broker acknowledged.
+// records the broker acknowledged, with their created_at.
 type settled struct {
-	claim int64
-	acked []uuid.UUID
+	claim     int64
+	acked     []uuid.UUID
+	createdAt []time.Time
 }
 
 // markLoop marks the acknowledged records RESENT and releases their claims until in is closed.
@@ -239,17 +242,18 @@ func (s *Scheduler) markAll(batches []settled, report func(roundStats, error)) {
 	for len(batches) > 0 {
 		n := min(len(batches), markMaxBatches)
 		var (
-			claims []int64
-			ids    []uuid.UUID
+			claims  []int64
+			ids     []uuid.UUID
+			created []time.Time
 		)
 		for _, b := range batches[:n] {
-			claims, ids = append(claims, b.claim), append(ids, b.acked...)
+			claims, ids, created = append(claims, b.claim), append(ids, b.acked...), append(created, b.createdAt...)
 		}
 		batches = batches[n:]
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			report(s.mark(claims, ids))
+			report(s.mark(claims, ids, created))
 		})
 	}
 	wg.Wait()
@@ -258,13 +262,13 @@ func (s *Scheduler) markAll(batches []settled, report func(roundStats, error)) {
 // mark marks acknowledged records RESENT and releases the claims. A row that could not be
 // marked (its state changed meanwhile, or the database failed) counts as a failed resend: the
 // record was republished, and when the claim could not be released it is republished again
-// once the claim expires.
-func (s *Scheduler) mark(claims []int64, ids []uuid.UUID) (st roundStats, err error) {
+// once the claim expires. createdAt holds the created_at of each of ids.
+func (s *Scheduler) mark(claims []int64, ids []uuid.UUID, createdAt []time.Time) (st roundStats, err error) {
 	// It runs after the context of Run ended too: the rows are claimed by this instance.
 	ctx, cancel := context.WithTimeout(context.Background(), markTimeout)
 	defer cancel()
 	start := time.Now()
-	marked, err := s.store.MarkResent(ctx, store.MarkResentParams{Owner: s.cfg.InstanceID, Claims: claims, IDs: ids, At: s.cfg.Now()})
+	marked, err := s.store.MarkResent(ctx, store.MarkResentParams{Owner: s.cfg.InstanceID, Claims: claims, IDs: ids, CreatedAt: createdAt, At: s.cfg.Now()})
 	s.metrics.mark.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.cfg.Logger.Error("republished records could not be marked RESENT: they may be resent again when their claims expire",

@@ -82,6 +82,10 @@ type DueClaim struct {
 	ID int64
 	// IDs are the claimed failures, in due order.
 	IDs []uuid.UUID
+	// CreatedAt holds each claimed failure's created_at, parallel to IDs: the partition of its
+	// record and state, which ResendItemsAt, MarkResent and RecordResendFailures look up by
+	// (id, created_at) instead of probing every partition by id.
+	CreatedAt []time.Time
 	// Next is the cursor after the last claimed failure; the claim's cursor when it is empty.
 	Next DueCursor
 }
@@ -109,10 +113,11 @@ type ClaimDueParams struct {
 // last one may be smaller), in due order. It returns no claim when nothing is due.
 //
 // Claims are taken one at a time (claims.go), so concurrent callers never get the same failure
-// while its claim runs. A claim reads only the index failure_states_due_idx (migrations 005 and
-// 020), in order, and writes one row per batch: it holds the claim lock for little more than the time to read
-// the index entries, however large the records are. The caller loads the records
-// (ResendItems) after the claim, in parallel with the next claim. A caller that claims again and
+// while its claim runs. A claim reads the index failure_states_due_idx (migrations 005 and
+// 020) in order, and of each claimed state row its created_at, and writes one row per batch: it
+// holds the claim lock for little more than the time to read the index entries, however large
+// the records are. The caller loads the records (ResendItemsAt, by id and created_at) after the
+// claim, in parallel with the next claim. A caller that claims again and
 // again passes the cursor of its last claim (DueClaim.Next), so that each claim reads only
 // entries it has not seen: the failures it claimed before stay RETRY_PENDING until they are
 // marked. The claim is one short transaction: none stays open while the caller sends.
@@ -145,28 +150,33 @@ func (s *Store) ClaimDueBatches(ctx context.Context, p ClaimDueParams) ([]DueCla
 	b.Queue(lockClaimsSQL)
 	b.Queue(`
 		WITH picked AS (
-			SELECT f.id, f.next_attempt_at, row_number() OVER (ORDER BY f.next_attempt_at, f.id) - 1 AS n
+			SELECT f.id, f.created_at, f.next_attempt_at, row_number() OVER (ORDER BY f.next_attempt_at, f.id) - 1 AS n
 			FROM (
-				SELECT f.id, f.next_attempt_at FROM failure_states f
+				SELECT f.id, f.created_at, f.next_attempt_at FROM failure_states f
 				WHERE f.state = 'RETRY_PENDING' AND f.next_attempt_at <= $1
 				  AND (f.next_attempt_at, f.id) > ($3::timestamptz, $4::uuid)
 				  AND f.id NOT IN (`+liveClaimedSQL("$1")+`)
 				ORDER BY f.next_attempt_at, f.id
 				LIMIT $2
 			) f
+		), grouped AS (
+			SELECT array_agg(id ORDER BY n) AS ids, array_agg(created_at ORDER BY n) AS created,
+				(array_agg(next_attempt_at ORDER BY n DESC))[1] AS last_at
+			FROM picked GROUP BY n / $7
 		), expired AS (
 			DELETE FROM resend_claims WHERE lease_until <= $1
+		), claimed AS (
+			INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids)
+			SELECT $5, $1, $6, ids FROM grouped
+			RETURNING id, failure_ids
 		)
-		INSERT INTO resend_claims (owner, claimed_at, lease_until, failure_ids)
-		SELECT $5, $1, $6, array_agg(id ORDER BY next_attempt_at, id) FROM picked GROUP BY n / $7
-		RETURNING id, failure_ids,
-			(SELECT f.next_attempt_at FROM failure_states f WHERE f.id = failure_ids[cardinality(failure_ids)])`,
+		SELECT c.id, c.failure_ids, g.created, g.last_at FROM claimed c JOIN grouped g ON g.ids = c.failure_ids`,
 		p.Now, p.BatchSize*p.Batches, afterAt, p.After.ID, p.Owner, p.LeaseUntil, p.BatchSize).Query(func(rows pgx.Rows) error {
 		var (
 			c  DueClaim
 			at time.Time
 		)
-		_, err := pgx.ForEachRow(rows, []any{&c.ID, &c.IDs, &at}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&c.ID, &c.IDs, &c.CreatedAt, &at}, func() error {
 			c.Next = DueCursor{At: at, ID: c.IDs[len(c.IDs)-1]}
 			claims = append(claims, c)
 			c = DueClaim{}

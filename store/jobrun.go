@@ -239,6 +239,9 @@ func recordJobOutcomes(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, results 
 type JobSend struct {
 	Seq       int64
 	FailureID uuid.UUID
+	// CreatedAt is the failure's created_at (ResendItem.CreatedAt), or zero when not known: when
+	// every send of a settle knows it, the marks search only the partitions of those times.
+	CreatedAt time.Time
 	// Acked says the broker acknowledged the record: the failure becomes RESENT and the item
 	// done.
 	Acked bool
@@ -274,18 +277,26 @@ type SettleJobClaimParams struct {
 func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Job, error) {
 	var (
 		acked    []uuid.UUID
+		ackedAt  []time.Time
 		failIDs  []uuid.UUID
+		failAt   []time.Time
 		failErrs []string
 		failNext []time.Time
+		allKnown = true // every send knows its failure's created_at
 	)
 	for _, r := range p.Sends {
 		switch {
 		case r.Skipped != "":
 		case r.Acked:
-			acked = append(acked, r.FailureID)
+			acked, ackedAt = append(acked, r.FailureID), append(ackedAt, r.CreatedAt)
 		default:
 			failIDs, failErrs, failNext = append(failIDs, r.FailureID), append(failErrs, r.Error), append(failNext, r.NextAttemptAt)
+			failAt = append(failAt, r.CreatedAt)
 		}
+		allKnown = allKnown && (r.Skipped != "" || !r.CreatedAt.IsZero())
+	}
+	if !allKnown {
+		ackedAt, failAt = nil, nil
 	}
 	var job *Job
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -298,10 +309,12 @@ func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Jo
 		}
 		marked := map[uuid.UUID]bool{}
 		if len(acked) > 0 {
+			args := []any{uuidArray(acked), p.At}
+			where := byIDs("$1", "", ackedAt, &args)
 			rows, err := tx.Query(ctx, `
 				UPDATE failure_states SET state = 'RESENT', resent_at = $2, updated_at = $2
-				WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
-				RETURNING id`, uuidArray(acked), p.At)
+				WHERE `+where+` AND state IN ('RETRY_PENDING', 'PERMANENT')
+				RETURNING id`, args...)
 			if err != nil {
 				return err
 			}
@@ -315,12 +328,14 @@ func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Jo
 		}
 		if len(failIDs) > 0 {
 			// As RecordResendFailures.
+			args := []any{p.At, uuidArray(failIDs), failErrs, failNext}
+			where := byIDs("$2", "f.", failAt, &args)
 			if _, err := tx.Exec(ctx, `
 				UPDATE failure_states f SET resend_failures = f.resend_failures + 1, last_resend_error = u.err,
 					next_attempt_at = CASE WHEN f.state = 'RETRY_PENDING' THEN u.next_at ELSE f.next_attempt_at END,
 					updated_at = $1
 				FROM unnest($2::uuid[], $3::text[], $4::timestamptz[]) AS u(id, err, next_at)
-				WHERE f.id = u.id AND f.state IN ('RETRY_PENDING', 'PERMANENT')`, p.At, uuidArray(failIDs), failErrs, failNext); err != nil {
+				WHERE f.id = u.id AND `+where+` AND f.state IN ('RETRY_PENDING', 'PERMANENT')`, args...); err != nil {
 				return err
 			}
 		}

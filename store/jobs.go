@@ -341,99 +341,11 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, now, leaseUntil time
 // instance claimed it, or an operator paused or canceled it.
 var ErrLeaseLost = errors.New("job lease lost")
 
-// NextJobItems returns up to limit items of the job without an outcome after sequence number
-// after, in order.
-func (s *Store) NextJobItems(ctx context.Context, jobID uuid.UUID, after int64, limit int) ([]JobItem, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT seq, failure_id FROM job_items WHERE job_id = $1 AND seq > $2 AND outcome IS NULL
-		ORDER BY seq LIMIT $3`, jobID, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("job items: %w", err)
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (JobItem, error) {
-		var (
-			it JobItem
-			id [16]byte // not uuid.UUID: see uuids.go
-		)
-		err := r.Scan(&it.Seq, &id)
-		it.FailureID = id
-		return it, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("job items: %w", err)
-	}
-	return items, nil
-}
-
 // JobItemResult is the outcome of one job item.
 type JobItemResult struct {
 	Seq     int64
 	Outcome JobItemOutcome
 	Detail  string
-}
-
-// RecordJobItems records the outcomes of a batch of the job held by owner, advances its cursor
-// past them, adds them to its counts and extends the lease to leaseUntil, in one transaction;
-// a job whose items all have their outcome becomes DONE. An item that already has its outcome
-// keeps it and is not counted again. It returns ErrLeaseLost, recording nothing, when owner
-// no longer holds the job as RUNNING.
-func (s *Store) RecordJobItems(ctx context.Context, jobID uuid.UUID, owner string, results []JobItemResult, now, leaseUntil time.Time) (*Job, error) {
-	seqs := make([]int64, len(results))
-	outcomes := make([]string, len(results))
-	details := make([]*string, len(results))
-	var first, last int64
-	for i, r := range results {
-		if i == 0 || r.Seq < first {
-			first = r.Seq
-		}
-		seqs[i], outcomes[i] = r.Seq, string(r.Outcome)
-		if r.Detail != "" {
-			d := r.Detail
-			details[i] = &d
-		}
-		last = max(last, r.Seq)
-	}
-	var job *Job
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var held bool
-		if err := tx.QueryRow(ctx, `SELECT state = 'RUNNING' AND owner = $2 FROM jobs WHERE id = $1 FOR UPDATE`, jobID, owner).
-			Scan(&held); err != nil {
-			return fmt.Errorf("record job items: %w", err)
-		}
-		if !held {
-			return ErrLeaseLost
-		}
-		// The range of the batch's seqs ($8 to $6) bounds the index scan that finds its items;
-		// joined with the unnest alone, the planner read every pending item of the job for each
-		// batch, so that a job's run was quadratic in its size.
-		row := tx.QueryRow(ctx, `
-			WITH r AS (
-				SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS r(seq, outcome, detail)),
-			u AS (
-				UPDATE job_items i SET outcome = r.outcome, detail = r.detail, done_at = $5::timestamptz
-				FROM r WHERE i.job_id = $1 AND i.seq BETWEEN $8 AND $6 AND i.seq = r.seq AND i.outcome IS NULL
-				RETURNING i.outcome),
-			c AS (
-				SELECT count(*) FILTER (WHERE outcome = 'done') AS done,
-					count(*) FILTER (WHERE outcome = 'skipped') AS skipped,
-					count(*) FILTER (WHERE outcome = 'failed') AS failed FROM u)
-			UPDATE jobs j SET done = j.done + c.done, skipped = j.skipped + c.skipped, failed = j.failed + c.failed,
-				cursor_seq = greatest(j.cursor_seq, $6), lease_until = $7, updated_at = $5,
-				state = CASE WHEN j.done + c.done + j.skipped + c.skipped + j.failed + c.failed >= j.total THEN 'DONE' ELSE j.state END,
-				finished_at = CASE WHEN j.done + c.done + j.skipped + c.skipped + j.failed + c.failed >= j.total THEN $5::timestamptz END
-			FROM c WHERE j.id = $1
-			RETURNING `+prefixed("j.", jobColumns), jobID, seqs, outcomes, details, now, last, leaseUntil, first)
-		var err error
-		job, err = scanJob(row)
-		return err
-	})
-	if err != nil {
-		if errors.Is(err, ErrLeaseLost) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("record job items: %w", err)
-	}
-	return job, nil
 }
 
 // FinishJobIfEmpty marks a RUNNING job held by owner DONE when none of its items lacks an
@@ -558,28 +470,6 @@ func prefixed(prefix, columns string) string {
 		cols[i] = prefix + strings.TrimSpace(c)
 	}
 	return strings.Join(cols, ", ")
-}
-
-// JobActedOn returns which of ids the job's action already applied to, by the audit entries it
-// wrote: a retry that resent the failure, or a close. A job that resumes after a crash uses it
-// to count an item whose action applied before the crash as done, not skipped.
-func (s *Store) JobActedOn(ctx context.Context, jobID uuid.UUID, action string, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT DISTINCT failure_id FROM audit_log
-		WHERE details ? 'job_id' AND details->>'job_id' = $1 AND action = $2 AND failure_id = ANY($3)
-			AND (action <> 'retry' OR details->>'outcome' = 'resent')`, jobID.String(), action, ids)
-	if err != nil {
-		return nil, fmt.Errorf("job acted on: %w", err)
-	}
-	out := map[uuid.UUID]bool{}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		return nil, fmt.Errorf("job acted on: %w", err)
-	}
-	for _, id := range got {
-		out[id] = true
-	}
-	return out, nil
 }
 
 // AuditPosition is where a page of audit entries in time order ends.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,6 +17,8 @@ import (
 type ResendItem struct {
 	ID    uuid.UUID
 	State State
+	// CreatedAt is when the failure was stored: with ID, where its record and state are.
+	CreatedAt time.Time
 
 	// The original record.
 	Topic     string
@@ -42,10 +45,18 @@ type ResendItem struct {
 	GroupID int64
 }
 
-const resendItemColumns = `f.id, f.state, f.original_topic, f.original_partition, f.original_offset,
-	f.original_key, f.original_value, f.header_names, f.header_values, f.publisher_service,
-	f.causing_message, f.attempt, f.resend_failures, f.next_attempt_at, f.group_id, f.source_format,
-	f.original_value IS NULL`
+// resendItemColumns are the columns of a ResendItem in the failures view f.
+var resendItemColumns = resendColumns("f.", "f.")
+
+// resendColumns are the columns of a ResendItem, those of the record prefixed with rec and those
+// of the state with st.
+func resendColumns(rec, st string) string {
+	return rec + `id, ` + st + `state, ` + rec + `created_at, ` + rec + `original_topic, ` + rec + `original_partition, ` +
+		rec + `original_offset, ` + rec + `original_key, ` + rec + `original_value, ` + rec + `header_names, ` +
+		rec + `header_values, ` + rec + `publisher_service, ` + rec + `causing_message, ` + rec + `attempt, ` +
+		st + `resend_failures, ` + st + `next_attempt_at, ` + st + `group_id, ` + rec + `source_format, ` +
+		rec + `original_value IS NULL`
+}
 
 func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
 	defer rows.Close()
@@ -58,7 +69,7 @@ func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
 			values    [][]byte
 			valueNull bool
 		)
-		if err := rows.Scan(&id, &it.State, &it.Topic, &it.Partition, &it.Offset, &it.Key, &it.Value,
+		if err := rows.Scan(&id, &it.State, &it.CreatedAt, &it.Topic, &it.Partition, &it.Offset, &it.Key, &it.Value,
 			&names, &values, &it.PublisherService, &it.CausingMessage, &it.Attempt, &it.ResendFailures,
 			&it.NextAttemptAt, &it.GroupID, &it.SourceFormat, &valueNull); err != nil {
 			return nil, err
@@ -100,6 +111,37 @@ func (s *Store) ResendItems(ctx context.Context, ids []uuid.UUID) ([]ResendItem,
 	return items, nil
 }
 
+// ResendItemsAt is ResendItems for failures whose created_at is known (DueClaim.CreatedAt):
+// createdAt[i] is the created_at of ids[i]. Each failure is looked up by its primary key (id,
+// created_at), in its own partition of the records and of the states, instead of in every
+// partition by id. A failure whose created_at is not the one given is absent. With createdAt
+// nil it is ResendItems.
+func (s *Store) ResendItemsAt(ctx context.Context, ids []uuid.UUID, createdAt []time.Time) ([]ResendItem, error) {
+	if createdAt == nil {
+		return s.ResendItems(ctx, ids)
+	}
+	if len(createdAt) != len(ids) {
+		return nil, fmt.Errorf("load resends: %d ids but %d created_at", len(ids), len(createdAt))
+	}
+	// created_at = ANY($2) beside the join on each pair lets the planner prune the partitions
+	// that hold none of the failures before it runs the query.
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+resendColumns("r.", "s.")+`
+		FROM unnest($1::uuid[], $2::timestamptz[]) WITH ORDINALITY AS u(id, created_at, n)
+		JOIN failure_records r ON r.id = u.id AND r.created_at = u.created_at AND r.created_at = ANY($2)
+		JOIN failure_states s ON s.id = u.id AND s.created_at = u.created_at AND s.created_at = ANY($2)
+		WHERE s.state IN ('RETRY_PENDING', 'PERMANENT')
+		ORDER BY u.n`, uuidArray(ids), createdAt)
+	if err != nil {
+		return nil, fmt.Errorf("load resends: %w", err)
+	}
+	items, err := scanResendItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("load resends: %w", err)
+	}
+	return items, nil
+}
+
 // MarkResentParams are the parameters of MarkResent.
 type MarkResentParams struct {
 	// Owner is the instance that took the claims.
@@ -108,6 +150,9 @@ type MarkResentParams struct {
 	Claims []int64
 	// IDs are the failures that were republished.
 	IDs []uuid.UUID
+	// CreatedAt, when not nil, holds the created_at of each of IDs (DueClaim.CreatedAt): only
+	// the partitions of those times are searched. Nil searches every partition.
+	CreatedAt []time.Time
 	// At is the time of the mark: resent_at, and the time of audit entries without one.
 	At time.Time
 	// Audit, when not nil, is called with the marked ids; the entries it returns are appended
@@ -124,14 +169,19 @@ type MarkResentParams struct {
 // a claim expired before its mark and another resend claimed the failure again, the record is
 // republished twice (at-least-once) and the later mark finds the failure RESENT already.
 func (s *Store) MarkResent(ctx context.Context, p MarkResentParams) ([]uuid.UUID, error) {
+	if p.CreatedAt != nil && len(p.CreatedAt) != len(p.IDs) {
+		return nil, fmt.Errorf("mark resent: %d ids but %d created_at", len(p.IDs), len(p.CreatedAt))
+	}
 	var marked []uuid.UUID
 	if p.Audit == nil {
 		// One statement: the scheduler marks batch after batch.
+		args := []any{uuidArray(p.IDs), p.At, p.Claims, p.Owner}
+		where := byIDs("$1", "", p.CreatedAt, &args)
 		rows, err := s.pool.Query(ctx, `
 			WITH released AS (DELETE FROM resend_claims WHERE id = ANY($3) AND owner = $4)
 			UPDATE failure_states SET state = 'RESENT', resent_at = $2, updated_at = $2
-			WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
-			RETURNING id`, uuidArray(p.IDs), p.At, p.Claims, p.Owner)
+			WHERE `+where+` AND state IN ('RETRY_PENDING', 'PERMANENT')
+			RETURNING id`, args...)
 		if err == nil {
 			marked, err = collectUUIDs(rows)
 		}
@@ -142,10 +192,12 @@ func (s *Store) MarkResent(ctx context.Context, p MarkResentParams) ([]uuid.UUID
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if len(p.IDs) > 0 {
+			args := []any{uuidArray(p.IDs), p.At}
+			where := byIDs("$1", "", p.CreatedAt, &args)
 			rows, err := tx.Query(ctx, `
 				UPDATE failure_states SET state = 'RESENT', resent_at = $2, updated_at = $2
-				WHERE id = ANY($1) AND state IN ('RETRY_PENDING', 'PERMANENT')
-				RETURNING id`, uuidArray(p.IDs), p.At)
+				WHERE `+where+` AND state IN ('RETRY_PENDING', 'PERMANENT')
+				RETURNING id`, args...)
 			if err != nil {
 				return err
 			}
@@ -170,9 +222,27 @@ func (s *Store) MarkResent(ctx context.Context, p MarkResentParams) ([]uuid.UUID
 	return marked, nil
 }
 
+// byIDs is the condition that selects the failure states (of the table prefix, such as "f." or
+// "") whose ids are in the uuid[] parameter ids. With createdAt it also requires created_at to be
+// one of createdAt, appended to args as the next parameter: the planner then searches only the
+// partitions of those times, not every partition. A failure id names one failure whatever its
+// created_at (ids are random UUIDs, generated once per stored failure), so the two lists select
+// the same failures as the (id, created_at) pairs they are made of.
+func byIDs(ids, prefix string, createdAt []time.Time, args *[]any) string {
+	cond := prefix + "id = ANY(" + ids + ")"
+	if createdAt == nil {
+		return cond
+	}
+	*args = append(*args, createdAt)
+	return cond + " AND " + prefix + "created_at = ANY($" + strconv.Itoa(len(*args)) + ")"
+}
+
 // ResendFailure is a resend that the broker did not acknowledge.
 type ResendFailure struct {
 	ID uuid.UUID
+	// CreatedAt is the failure's created_at (ResendItem.CreatedAt), or zero when not known:
+	// known, only its partition is searched.
+	CreatedAt time.Time
 	// Error is the producer's error text.
 	Error string
 	// NextAttemptAt is when a RETRY_PENDING failure is due again; ignored for other states.
@@ -191,15 +261,23 @@ func (s *Store) RecordResendFailures(ctx context.Context, at time.Time, failures
 	ids := make([]uuid.UUID, len(failures))
 	errs := make([]string, len(failures))
 	nexts := make([]time.Time, len(failures))
+	created := make([]time.Time, len(failures)) // nil when any is unknown
 	for i, f := range failures {
 		ids[i], errs[i], nexts[i] = f.ID, f.Error, f.NextAttemptAt
+		if created != nil && !f.CreatedAt.IsZero() {
+			created[i] = f.CreatedAt
+		} else {
+			created = nil
+		}
 	}
+	args := []any{at, uuidArray(ids), errs, nexts}
+	where := byIDs("$2", "f.", created, &args)
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE failure_states f SET resend_failures = f.resend_failures + 1, last_resend_error = u.err,
 			next_attempt_at = CASE WHEN f.state = 'RETRY_PENDING' THEN u.next_at ELSE f.next_attempt_at END,
 			updated_at = $1
 		FROM unnest($2::uuid[], $3::text[], $4::timestamptz[]) AS u(id, err, next_at)
-		WHERE f.id = u.id AND f.state IN ('RETRY_PENDING', 'PERMANENT')`, at, uuidArray(ids), errs, nexts)
+		WHERE f.id = u.id AND `+where+` AND f.state IN ('RETRY_PENDING', 'PERMANENT')`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("record resend failures: %w", err)
 	}

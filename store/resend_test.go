@@ -392,3 +392,58 @@ func claimDue(ctx context.Context, st *store.Store, owner string, now time.Time,
 	}
 	return claims[0], nil
 }
+
+// A due claim carries each failure's created_at, and the load and the marks that are given it
+// find each failure in its own partition, and only there.
+func TestResendByIDAndCreatedAt(t *testing.T) {
+	ctx, pool, st, now := resendTestStore(t)
+	a := resendTestInsert(t, pool, now.Add(-2*time.Second), nil)
+	b := resendTestInsert(t, pool, now.Add(-time.Second), nil)
+	// b lives in another partition (the default one, of times before every period).
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := pool.Exec(ctx, `UPDATE failures SET created_at = $2 WHERE id = $1`, b, old); err != nil {
+		t.Fatal(err)
+	}
+	var aAt time.Time
+	if err := pool.QueryRow(ctx, `SELECT created_at FROM failure_states WHERE id = $1`, a).Scan(&aAt); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := claimDue(ctx, st, "c", now, store.DueCursor{}, 10, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claim.IDs) != 2 || claim.IDs[0] != a || claim.IDs[1] != b || len(claim.CreatedAt) != 2 ||
+		!claim.CreatedAt[0].Equal(aAt) || !claim.CreatedAt[1].Equal(old) {
+		t.Fatalf("claim %+v: want a (created %v) then b (created %v)", claim, aAt, old)
+	}
+	items, err := st.ResendItemsAt(ctx, claim.IDs, claim.CreatedAt)
+	if err != nil || len(items) != 2 || items[0].ID != a || items[1].ID != b || !items[1].CreatedAt.Equal(old) {
+		t.Fatalf("load: %+v, %v; want a then b with their created_at", items, err)
+	}
+	if items, err := st.ResendItemsAt(ctx, claim.IDs, []time.Time{aAt, aAt}); err != nil || len(items) != 1 || items[0].ID != a {
+		t.Fatalf("load with b's created_at wrong: %+v, %v; want a alone", items, err)
+	}
+	if _, err := st.ResendItemsAt(ctx, claim.IDs, []time.Time{aAt}); err == nil {
+		t.Fatal("load with fewer created_at than ids succeeded")
+	}
+	n, err := st.RecordResendFailures(ctx, now, []store.ResendFailure{
+		{ID: a, CreatedAt: old, Error: "x", NextAttemptAt: now}, {ID: b, CreatedAt: old, Error: "x", NextAttemptAt: now}})
+	if err != nil || n != 1 {
+		t.Fatalf("record resend failures: %d rows, %v; want b's alone", n, err)
+	}
+	marked, err := st.MarkResent(ctx, store.MarkResentParams{Owner: "c", IDs: claim.IDs, CreatedAt: []time.Time{old, old}, At: now})
+	if err != nil || len(marked) != 1 || marked[0] != b {
+		t.Fatalf("mark with a's created_at wrong: %v, %v; want b alone", marked, err)
+	}
+	if _, err := st.MarkResent(ctx, store.MarkResentParams{Owner: "c", IDs: claim.IDs, CreatedAt: []time.Time{old}, At: now}); err == nil {
+		t.Fatal("mark with fewer created_at than ids succeeded")
+	}
+	marked, err = st.MarkResent(ctx, store.MarkResentParams{Owner: "c", Claims: []int64{claim.ID}, IDs: claim.IDs, CreatedAt: claim.CreatedAt, At: now,
+		Audit: func([]uuid.UUID) []store.AuditEntry { return nil }})
+	if err != nil || len(marked) != 1 || marked[0] != a {
+		t.Fatalf("mark with the claim's created_at: %v, %v; want a (b is RESENT already)", marked, err)
+	}
+	if n := claimCount(t, pool); n != 0 {
+		t.Fatalf("%d claims left; want the claim released", n)
+	}
+}
