@@ -10,31 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Audit log actions written by the store on an operator's request.
-const (
-	// AuditActionClose is the action of closing a failure.
-	AuditActionClose = "close"
-	// AuditActionGroupUpdate is the action of editing a group's ticket or note.
-	AuditActionGroupUpdate = "group_update"
-)
-
-// MaxCloseIDs bounds the ids of one CloseFailures call.
-const MaxCloseIDs = 1000
-
-// CloseOutcome is what became of one failure that an operator asked to close.
-type CloseOutcome string
-
-// The outcomes of a close.
-const (
-	// CloseClosed: the failure is now CLOSED.
-	CloseClosed CloseOutcome = "closed"
-	// CloseNotFound: no failure has the id.
-	CloseNotFound CloseOutcome = "not_found"
-	// CloseConflict: the failure is neither RETRY_PENDING nor PERMANENT, or a resend of it is
-	// in progress; it is unchanged.
-	CloseConflict CloseOutcome = "conflict"
-)
-
 // CloseRequest asks to close failures.
 type CloseRequest struct {
 	// IDs are the failures to close, at most MaxCloseIDs; duplicates count once.
@@ -45,16 +20,6 @@ type CloseRequest struct {
 	Reason string
 	// Details are added to the details of every audit entry written.
 	Details map[string]any
-}
-
-// CloseResult is the outcome of closing one failure.
-type CloseResult struct {
-	ID      uuid.UUID
-	Outcome CloseOutcome
-	// State is the failure's state before the request; empty when not found.
-	State State
-	// Detail says why the outcome is not CloseClosed; empty otherwise.
-	Detail string
 }
 
 // CloseFailures closes the failures with the given ids: each one in RETRY_PENDING or PERMANENT

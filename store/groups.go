@@ -4,34 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redrive/redrive"
 )
-
-// Limits of a group's operator-set fields, in characters.
-const (
-	MaxTicketLen = 200
-	MaxNoteLen   = 10000
-)
-
-// GroupFilter selects groups. A zero field does not restrict.
-type GroupFilter struct {
-	// PublisherService, MessageType and ErrorCode match a group's kind exactly.
-	PublisherService string
-	MessageType      string
-	ErrorCode        string
-	// Ticket matches the operator-set ticket exactly.
-	Ticket string
-	// OpenOnly keeps groups that have at least one RETRY_PENDING or PERMANENT failure.
-	OpenOnly bool
-}
-
-// GroupPosition is a place in a group list, sorted by last_seen then id, descending.
-type GroupPosition struct {
-	LastSeen time.Time
-	ID       int64
-}
 
 // GroupListParams selects a page of groups, most recently seen first.
 type GroupListParams struct {
@@ -40,18 +16,6 @@ type GroupListParams struct {
 	After *GroupPosition
 	// Limit is the page size, 1 to MaxListLimit.
 	Limit int
-}
-
-// Position returns the list position of g.
-func (g *Group) Position() GroupPosition { return GroupPosition{LastSeen: g.LastSeen, ID: g.ID} }
-
-// GroupPatch changes a group's operator-set fields. A field whose Set flag is false is kept; a
-// nil value clears it.
-type GroupPatch struct {
-	SetTicket bool
-	Ticket    *string
-	SetNote   bool
-	Note      *string
 }
 
 const groupColumns = `g.id, g.publisher_service, g.message_type, g.error_code, g.stack_trace_hash,
@@ -91,7 +55,7 @@ func (s *Store) ListGroups(ctx context.Context, p GroupListParams) ([]Group, boo
 		if eq.value == "" {
 			continue
 		}
-		if err := checkFilterText(eq.field, eq.value, maxFilterText); err != nil {
+		if err := redrive.CheckFilterText(eq.field, eq.value, redrive.MaxFilterText); err != nil {
 			return nil, false, err
 		}
 		conds = append(conds, eq.column+" = "+args.add(eq.value))
@@ -153,7 +117,7 @@ func (s *Store) UpdateGroup(ctx context.Context, id int64, patch GroupPatch, pri
 		limit int
 	}{{"ticket", patch.Ticket, MaxTicketLen}, {"note", patch.Note, MaxNoteLen}} {
 		if f.value != nil {
-			if err := checkFilterText(f.field, *f.value, 4*f.limit); err != nil {
+			if err := redrive.CheckFilterText(f.field, *f.value, 4*f.limit); err != nil {
 				return nil, err
 			}
 		}

@@ -3,47 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 )
-
-// GroupSearch selects groups for the group pages: a GroupFilter and the criteria that only
-// those pages need. A zero field does not restrict.
-type GroupSearch struct {
-	GroupFilter
-	// NoTicket keeps groups without a ticket; it cannot be combined with Ticket.
-	NoTicket bool
-	// LastSeenFrom keeps groups last seen at or after it; LastSeenTo those last seen before it.
-	LastSeenFrom, LastSeenTo time.Time
-}
-
-// Validate checks s: text criteria that are too long, not UTF-8 or hold a NUL, a ticket with
-// NoTicket, and an empty time range are a *FilterError.
-func (s GroupSearch) Validate() error {
-	for _, eq := range []struct{ field, value string }{
-		{"publisher_service", s.PublisherService}, {"message_type", s.MessageType},
-		{"error_code", s.ErrorCode}, {"ticket", s.Ticket},
-	} {
-		if err := checkFilterText(eq.field, eq.value, maxFilterText); err != nil {
-			return err
-		}
-	}
-	if s.NoTicket && s.Ticket != "" {
-		return &FilterError{Field: "no_ticket", Detail: "give ticket or no_ticket, not both"}
-	}
-	if !s.LastSeenFrom.IsZero() && !s.LastSeenTo.IsZero() && !s.LastSeenFrom.Before(s.LastSeenTo) {
-		return &FilterError{Field: "last_seen_to", Detail: "the range is empty: last_seen_to is not after last_seen_from"}
-	}
-	return nil
-}
-
-// GroupSummary is a group of a group page: the group with its counts, and the error message
-// of its most recent failure as a sample of what its failures say.
-type GroupSummary struct {
-	Group
-	// SampleMessage is the error message of the group's most recent failure; "" when the
-	// group has none left (retention removed them).
-	SampleMessage string
-}
 
 // GroupSearchParams selects a page of groups, most recently seen first.
 type GroupSearchParams struct {

@@ -59,10 +59,6 @@ func (p Prepared) Incoming() Incoming { return p.row.in }
 // resent, and false when its retries are exhausted. resend.Backoff.Next is one.
 type NextAttemptFunc func(attempt int, now time.Time) (time.Time, bool)
 
-// StateReasonRetriesExhausted is the state_reason of a TEMPORARY failure stored as PERMANENT
-// because the backoff policy allows no further attempt.
-const StateReasonRetriesExhausted = "retries exhausted"
-
 // IngestOutcome says what became of one event of a batch.
 type IngestOutcome struct {
 	// ID is the failure's id: the new row's, or the existing row's for a duplicate.
@@ -472,7 +468,7 @@ func (r *ingestRow) record(o *IngestOutcome, traceRef []byte, now time.Time) []a
 		e.References.Message.TopicName, e.References.Message.Partition, e.References.Message.Offset, p.OriginalKey, value,
 		r.headerNames, r.headerValues,
 		md.EventID, md.IdempotenceID, md.Created, md.System, md.Service, md.MessageTypeName, md.MessageTypeVersion,
-		r.causingMessage, o.Attempt, string(src.format()), srcTopic, srcPartition, srcOffset,
+		r.causingMessage, o.Attempt, string(sourceFormat(src)), srcTopic, srcPartition, srcOffset,
 	}
 }
 
@@ -489,15 +485,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// StateStats are the numbers behind the state metrics.
-type StateStats struct {
-	// Counts holds the number of failures in every state (zero when none).
-	Counts map[State]int64
-	// Oldest holds the created_at of the oldest failure per state; a state without failures is
-	// absent.
-	Oldest map[State]time.Time
 }
 
 // StateStats counts the failures by state and finds the oldest of each state.

@@ -25,10 +25,6 @@ import (
 // them; no other resend ever takes their failures meanwhile. A close job's batch is one
 // transaction (CloseJobBatch).
 
-// ErrClaimSettled means the claim was already settled (or released) by another runner:
-// nothing was recorded.
-var ErrClaimSettled = errors.New("job claim already settled")
-
 // JobBatchItem is one claimed item of a job's batch.
 type JobBatchItem struct {
 	Seq       int64

@@ -14,79 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// JobState is the lifecycle state of a job (docs/jobs.md).
-type JobState string
-
-// The states of a job.
-const (
-	// JobPreview: the selection is pinned; the job waits for its token until it expires.
-	JobPreview JobState = "PREVIEW"
-	// JobRunning: an instance acts on its items (or will, once it claims the job).
-	JobRunning JobState = "RUNNING"
-	// JobPaused: no instance acts on it until it is resumed.
-	JobPaused JobState = "PAUSED"
-	// JobCanceled: stopped for good; items not acted on stay so.
-	JobCanceled JobState = "CANCELED"
-	// JobDone: every item has its outcome.
-	JobDone JobState = "DONE"
-)
-
-// JobItemOutcome is what became of one item of a job.
-type JobItemOutcome string
-
-// The outcomes of a job item.
-const (
-	// JobItemDone: the action applied.
-	JobItemDone JobItemOutcome = "done"
-	// JobItemSkipped: not acted on: no such failure, or its state changed since the preview.
-	JobItemSkipped JobItemOutcome = "skipped"
-	// JobItemFailed: attempted and did not succeed.
-	JobItemFailed JobItemOutcome = "failed"
-)
-
-// Job is a background action on a pinned selection of failures.
-type Job struct {
-	ID     uuid.UUID
-	Action string
-	// TargetTopic is where a resend_to job sends the failures; nil for other actions.
-	TargetTopic *string
-	State       JobState
-	Principal   string
-	Reason      *string
-	// Selection describes how the failures were selected (a filter or ids), for display.
-	Selection map[string]any
-	// RateLimit is the most items per second the job acts on.
-	RateLimit float64
-	// Total is the number of pinned items; Done, Skipped and Failed count their outcomes.
-	Total, Done, Skipped, Failed int64
-	// CursorSeq is the highest item sequence number whose outcome is recorded.
-	CursorSeq  int64
-	Owner      *string
-	LeaseUntil *time.Time
-	CreatedAt  time.Time
-	// PreviewExpiresAt is when an unstarted preview's token stops working.
-	PreviewExpiresAt time.Time
-	StartedAt        *time.Time
-	FinishedAt       *time.Time
-	UpdatedAt        time.Time
-}
-
-// Remaining is the number of items without an outcome.
-func (j *Job) Remaining() int64 { return j.Total - j.Done - j.Skipped - j.Failed }
-
-// JobItem is one pinned failure of a job.
-type JobItem struct {
-	Seq       int64
-	FailureID uuid.UUID
-	// Outcome is empty until the item is acted on.
-	Outcome JobItemOutcome
-	Detail  *string
-	DoneAt  *time.Time
-}
-
-// ErrTokenRefused means a job's start token is wrong, or its preview expired.
-var ErrTokenRefused = errors.New("job token refused")
-
 // CreateJobParams pins a job's selection: the open failures (RETRY_PENDING or PERMANENT) that
 // Filter selects, oldest first, or IDs as given (duplicates once).
 type CreateJobParams struct {
@@ -155,7 +82,7 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) 
 		var tag int64
 		if p.Filter != nil {
 			args := sqlArgs{id}
-			conds := append(p.Filter.conditions(&args), "f.state IN ('RETRY_PENDING', 'PERMANENT')")
+			conds := append(conditions(p.Filter, &args), "f.state IN ('RETRY_PENDING', 'PERMANENT')")
 			ct, err := tx.Exec(ctx, `
 				INSERT INTO job_items (job_id, seq, failure_id)
 				SELECT $1, row_number() OVER (ORDER BY f.created_at, f.id), f.id
@@ -184,15 +111,6 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) 
 	}
 	return job, nil
 }
-
-// Audit log actions of jobs.
-const (
-	AuditActionJobPreview = "job_preview"
-	AuditActionJobStart   = "job_start"
-	AuditActionJobPause   = "job_pause"
-	AuditActionJobResume  = "job_resume"
-	AuditActionJobCancel  = "job_cancel"
-)
 
 // jobAudit returns an audit entry about job j. Job entries carry the job id in their details
 // (the audit log has no job column).
@@ -249,20 +167,6 @@ func (s *Store) StartJob(ctx context.Context, id uuid.UUID, token []byte, princi
 	}
 	return job, nil
 }
-
-// JobStateError says a job's state does not allow an operation; it wraps ErrConflict.
-type JobStateError struct {
-	ID     uuid.UUID
-	State  JobState
-	Action string
-}
-
-func (e *JobStateError) Error() string {
-	return fmt.Sprintf("job %s is %s: cannot %s", e.ID, e.State, e.Action)
-}
-
-// Unwrap returns ErrConflict.
-func (e *JobStateError) Unwrap() error { return ErrConflict }
 
 // jobTransitions lists, for each operator operation on a job, the states it applies to and
 // the state it leads to.
@@ -337,10 +241,6 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, now, leaseUntil time
 	return j, nil
 }
 
-// ErrLeaseLost means the job is no longer held by the owner: its lease expired and another
-// instance claimed it, or an operator paused or canceled it.
-var ErrLeaseLost = errors.New("job lease lost")
-
 // JobItemResult is the outcome of one job item.
 type JobItemResult struct {
 	Seq     int64
@@ -377,12 +277,6 @@ func (s *Store) JobByID(ctx context.Context, id uuid.UUID) (*Job, error) {
 		return nil, fmt.Errorf("job: %w", err)
 	}
 	return j, err
-}
-
-// JobPosition is a place in the job list: newest first by (created_at, id).
-type JobPosition struct {
-	CreatedAt time.Time
-	ID        uuid.UUID
 }
 
 // ListJobs returns up to limit jobs, newest first, after the position when given, and whether
@@ -470,12 +364,6 @@ func prefixed(prefix, columns string) string {
 		cols[i] = prefix + strings.TrimSpace(c)
 	}
 	return strings.Join(cols, ", ")
-}
-
-// AuditPosition is where a page of audit entries in time order ends.
-type AuditPosition struct {
-	At time.Time
-	ID int64
 }
 
 // JobAuditPage returns the audit entries of a job after position after (from the first when

@@ -9,15 +9,6 @@ import (
 	"github.com/redrive/redrive/avro"
 )
 
-// OpenBreakdown counts the open failures (RETRY_PENDING or PERMANENT): those that still wait
-// for a resend or an operator.
-type OpenBreakdown struct {
-	Total              int64
-	ByTemporality      map[avro.Temporality]int64
-	ByTopic            map[string]int64
-	ByPublisherService map[string]int64
-}
-
 // OpenFailures counts the open failures by temporality, original topic and publisher service,
 // from an index-only scan of the statistics index.
 func (s *Store) OpenFailures(ctx context.Context) (*OpenBreakdown, error) {
@@ -54,12 +45,6 @@ func (s *Store) OpenFailures(ctx context.Context) (*OpenBreakdown, error) {
 		return nil, fmt.Errorf("open failures: %w", err)
 	}
 	return b, nil
-}
-
-// TimeBucket counts the failures stored in [Start, Start+width).
-type TimeBucket struct {
-	Start time.Time
-	Count int64
 }
 
 // maxTimeBuckets bounds the buckets of one FailuresOverTime call.

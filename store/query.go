@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -14,27 +13,6 @@ import (
 
 	"github.com/redrive/redrive/avro"
 )
-
-// MaxListLimit bounds ListParams.Limit.
-const MaxListLimit = 500
-
-// Order is the sort order of a failure list: by (created_at, id).
-type Order int
-
-// The sort orders of a failure list.
-const (
-	// NewestFirst sorts by created_at, then id, descending.
-	NewestFirst Order = iota
-	// OldestFirst sorts by created_at, then id, ascending.
-	OldestFirst
-)
-
-// Position is a place in a failure list: the sort key of the last row of a page. The next page
-// starts after it.
-type Position struct {
-	CreatedAt time.Time
-	ID        uuid.UUID
-}
 
 // ListParams selects a page of failures.
 type ListParams struct {
@@ -44,56 +22,6 @@ type ListParams struct {
 	After *Position
 	// Limit is the page size, 1 to MaxListLimit.
 	Limit int
-}
-
-// FailureSummary is what a list shows of a failure: no payload bytes, the error message cut to
-// 500 characters.
-type FailureSummary struct {
-	ID               uuid.UUID
-	State            State
-	StateReason      *string
-	Temporality      avro.Temporality
-	ErrorCode        string
-	ErrorMessage     string
-	PublisherSystem  string
-	PublisherService string
-	Topic            string
-	Partition        int32
-	Offset           int64
-	MessageType      *string
-	CausingMessage   string
-	Attempt          int
-	GroupID          int64
-	// KeySize is the key's length in bytes; nil for a null key.
-	KeySize *int
-	// ValueSize is the value's length in bytes (0 for a null value).
-	ValueSize int
-	// ValueNull is true when the original value was null (a tombstone).
-	ValueNull bool
-	// SourceFormat is the format of the topic the failure was read from; SourceTopic that topic
-	// (nil for rows stored before it was kept).
-	SourceFormat  SourceFormat
-	SourceTopic   *string
-	NextAttemptAt *time.Time
-	ResentAt      *time.Time
-	ClosedAt      *time.Time
-	EventCreated  time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-}
-
-// Position returns the list position of s.
-func (s *FailureSummary) Position() Position { return Position{CreatedAt: s.CreatedAt, ID: s.ID} }
-
-// FailureDetail is everything stored about a failure.
-type FailureDetail struct {
-	Failure
-	// StateReason says why the failure entered its state when the temporality does not tell.
-	StateReason *string
-	// LeaseOwner and LeaseUntil say which resend's live claim holds the failure, and until
-	// when; both are nil when none does.
-	LeaseOwner *string
-	LeaseUntil *time.Time
 }
 
 const summaryColumns = `f.id, f.state, f.state_reason, f.temporality, f.error_code, left(f.error_message, 500),
@@ -128,7 +56,7 @@ func listSQL(p *ListParams) (string, sqlArgs, error) {
 		return "", nil, &FilterError{Field: "limit", Detail: fmt.Sprintf("%d is not between 1 and %d", p.Limit, MaxListLimit)}
 	}
 	var args sqlArgs
-	conds := p.Filter.conditions(&args)
+	conds := conditions(&p.Filter, &args)
 	cmp, dir := "<", "DESC"
 	if p.Order == OldestFirst {
 		cmp, dir = ">", "ASC"
@@ -190,7 +118,7 @@ type querier interface {
 func (s *Store) searchQuery(ctx context.Context, f *Filter, fn func(querier) error) error {
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var set []string
-		if f.genericPlan() {
+		if genericPlan(f) {
 			set = append(set, "SET LOCAL plan_cache_mode = force_generic_plan")
 		}
 		if f.Payload != nil {
@@ -217,11 +145,11 @@ func (s *Store) CountFailuresCapped(ctx context.Context, f Filter, limit int) (i
 		return 0, false, err
 	}
 	var args sqlArgs
-	conds := f.conditions(&args)
+	conds := conditions(&f, &args)
 	lim := args.add(limit + 1)
 	var n int64
 	err := s.searchQuery(ctx, &f, func(q querier) error {
-		return q.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM "+f.countSource()+" f"+whereClause(conds)+" LIMIT "+lim+") c", args...).Scan(&n)
+		return q.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM "+countSource(&f)+" f"+whereClause(conds)+" LIMIT "+lim+") c", args...).Scan(&n)
 	})
 	if err != nil {
 		var fe *FilterError
@@ -260,12 +188,12 @@ func (s *Store) CountFailures(ctx context.Context, f Filter, states ...State) (i
 		return 0, err
 	}
 	var args sqlArgs
-	conds := f.conditions(&args)
+	conds := conditions(&f, &args)
 	if len(states) > 0 {
 		conds = append(conds, "f.state = ANY("+args.add(stateStrings(states))+"::text[])")
 	}
 	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+f.countSource()+" f"+whereClause(conds), args...).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+countSource(&f)+" f"+whereClause(conds), args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count failures: %w", err)
 	}
 	return n, nil
@@ -280,7 +208,7 @@ func (s *Store) FailureIDs(ctx context.Context, f Filter, states []State, after 
 		return nil, nil, err
 	}
 	var args sqlArgs
-	conds := f.conditions(&args)
+	conds := conditions(&f, &args)
 	if len(states) > 0 {
 		conds = append(conds, "f.state = ANY("+args.add(stateStrings(states))+"::text[])")
 	}

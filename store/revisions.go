@@ -12,26 +12,6 @@ import (
 	"github.com/redrive/redrive/avro"
 )
 
-// Revision is an operator's edit of a failure's record, resent instead of the original.
-type Revision struct {
-	ID          int64
-	FailureID   uuid.UUID
-	Principal   string
-	Reason      string
-	TargetTopic string
-	Key         []byte // nil for a null key
-	Value       []byte // nil for a null value (a tombstone)
-	Headers     []avro.Header
-	CreatedAt   time.Time
-	// Outcome is "resent", "failed" or "conflict" once the resend settled; "" before.
-	Outcome      string
-	OutcomeError *string
-	ResentAt     *time.Time
-}
-
-// AuditActionRepair is the audit action of storing a revision.
-const AuditActionRepair = "repair"
-
 const revisionColumns = `id, failure_id, principal, reason, target_topic, key, value, header_names, header_values,
 	created_at, coalesce(outcome, ''), outcome_error, resent_at`
 

@@ -55,10 +55,6 @@ func (s *Store) DeleteSessionByHash(ctx context.Context, hash [32]byte) (auth.Se
 	return scanSession(s.pool.QueryRow(ctx, `DELETE FROM ui_sessions WHERE secret_hash = $1 RETURNING `+sessionColumns, hash[:]))
 }
 
-// AuditActionSessionRevoke is the audit action of an administrator's revocation of a UI
-// session; its details name the session and its principal.
-const AuditActionSessionRevoke = "session_revoke"
-
 // DeleteSession ends the session with public id, revoked by the principal named by, and
 // records the revocation in the audit log in the same transaction; auth.ErrSessionNotFound
 // when there is no such session.

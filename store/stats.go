@@ -3,29 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/redrive/redrive/avro"
 )
-
-// Stats counts the stored failures.
-type Stats struct {
-	// Total is the number of failures.
-	Total int64
-	// ByState has every state, zero when none.
-	ByState map[State]int64
-	// ByTemporality has every temporality, zero when none.
-	ByTemporality map[avro.Temporality]int64
-	// ByTopic and ByPublisherService have the topics and services that have failures.
-	ByTopic            map[string]int64
-	ByPublisherService map[string]int64
-	// OldestPending is the created_at of the oldest RETRY_PENDING failure; nil when none.
-	OldestPending *time.Time
-	// OldestPermanent is the created_at of the oldest PERMANENT failure; nil when none.
-	OldestPermanent *time.Time
-	// AsOf is when the counts were taken.
-	AsOf time.Time
-}
 
 // FailureStats counts the failures by state, temporality, topic and publisher service in one
 // statement (an index-only scan of failure_states_group_state_idx; the service is the group's),

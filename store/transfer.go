@@ -21,12 +21,6 @@ type TransferRecord struct {
 	Group       GroupKind
 }
 
-// GroupKind is what makes a group: its kind, and its operator-set ticket and note.
-type GroupKind struct {
-	PublisherService, MessageType, ErrorCode, StackTraceHash string
-	Ticket, Note                                             *string
-}
-
 // transferColumns are the failures' columns an export reads and an import writes, in order;
 // group_id is mapped through the group's kind.
 var transferColumns = []string{
@@ -46,7 +40,7 @@ func (s *Store) ExportFailures(ctx context.Context, f Filter, fn func(*TransferR
 		return err
 	}
 	var args sqlArgs
-	conds := f.conditions(&args)
+	conds := conditions(&f, &args)
 	cols := make([]string, len(transferColumns)-1)
 	for i, c := range transferColumns[:len(transferColumns)-1] {
 		cols[i] = "f." + c
