@@ -1,7 +1,6 @@
 package redrive
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -18,23 +17,6 @@ const MaxFilterText = 1000
 
 // maxFilterKey bounds Filter.Key in bytes.
 const maxFilterKey = 64 << 10
-
-// ErrBadFilter means a Filter is not valid; a *FilterError wraps it.
-var ErrBadFilter = errors.New("bad filter")
-
-// FilterError names the criterion of a Filter that is not valid. It wraps ErrBadFilter.
-type FilterError struct {
-	// Field is the criterion's name as the API spells it (snake_case).
-	Field string
-	// Detail says what is wrong with it.
-	Detail string
-}
-
-// Error names the criterion and the problem.
-func (e *FilterError) Error() string { return e.Field + ": " + e.Detail }
-
-// Unwrap returns ErrBadFilter.
-func (e *FilterError) Unwrap() error { return ErrBadFilter }
 
 // Filter selects failures. A zero field does not restrict; the criteria combine with AND, and
 // the values of a list criterion with OR.
@@ -103,10 +85,6 @@ const (
 	MaxPayloadSpan   = 31 * 24 * time.Hour
 	PayloadTimeout   = 5 * time.Second
 )
-
-// ErrTooBroad means a search reads too many rows: it ran out of time or is not bounded; a
-// *FilterError on "payload" wraps it.
-var ErrTooBroad = errors.New("search too broad")
 
 // PayloadBounded reports whether f restricts the rows a payload search reads: a time range of
 // at most MaxPayloadSpan, or a criterion that an index serves.

@@ -1,8 +1,6 @@
 package redrive
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -78,9 +76,6 @@ type JobItem struct {
 	DoneAt  *time.Time
 }
 
-// ErrTokenRefused means a job's start token is wrong, or its preview expired.
-var ErrTokenRefused = errors.New("job token refused")
-
 // Audit log actions of jobs.
 const (
 	AuditActionJobPreview = "job_preview"
@@ -89,24 +84,6 @@ const (
 	AuditActionJobResume  = "job_resume"
 	AuditActionJobCancel  = "job_cancel"
 )
-
-// JobStateError says a job's state does not allow an operation; it wraps ErrConflict.
-type JobStateError struct {
-	ID     uuid.UUID
-	State  JobState
-	Action string
-}
-
-func (e *JobStateError) Error() string {
-	return fmt.Sprintf("job %s is %s: cannot %s", e.ID, e.State, e.Action)
-}
-
-// Unwrap returns ErrConflict.
-func (e *JobStateError) Unwrap() error { return ErrConflict }
-
-// ErrLeaseLost means the job is no longer held by the owner: its lease expired and another
-// instance claimed it, or an operator paused or canceled it.
-var ErrLeaseLost = errors.New("job lease lost")
 
 // JobPosition is a place in the job list: newest first by (created_at, id).
 type JobPosition struct {
@@ -119,7 +96,3 @@ type AuditPosition struct {
 	At time.Time
 	ID int64
 }
-
-// ErrClaimSettled means the claim was already settled (or released) by another runner:
-// nothing was recorded.
-var ErrClaimSettled = errors.New("job claim already settled")

@@ -1,7 +1,6 @@
 package redrive
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -12,10 +11,6 @@ const (
 	// AuditActionReactivateEnd records how a reactivation ended, with its counts.
 	AuditActionReactivateEnd = "dlt_reactivate_end"
 )
-
-// ErrReactivationRunning means a reactivation of the topic is running already (on this or
-// another instance). It wraps ErrConflict.
-var ErrReactivationRunning = fmt.Errorf("a reactivation of the dead-letter topic is running: %w", ErrConflict)
 
 // ReactivationState is the state of a reactivation run.
 type ReactivationState string

@@ -1,35 +1,5 @@
 package redrive
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/google/uuid"
-)
-
-// Domain errors.
-var (
-	// ErrNotFound means the failure or group does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict means the action is not allowed in the failure's current state.
-	ErrConflict = errors.New("conflict")
-)
-
-// TransitionError says why a failure cannot move from its state; it wraps ErrConflict.
-type TransitionError struct {
-	ID     uuid.UUID
-	From   State
-	Action string
-}
-
-// Error names the failure, its state and the refused action.
-func (e *TransitionError) Error() string {
-	return fmt.Sprintf("failure %s is %s: cannot %s", e.ID, e.From, e.Action)
-}
-
-// Unwrap returns ErrConflict.
-func (e *TransitionError) Unwrap() error { return ErrConflict }
-
 // State is the lifecycle state of a failure.
 type State string
 

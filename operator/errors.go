@@ -5,25 +5,35 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
-// ErrNotFound means no failure or group has the id.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound means no failure, group, job or run has the id.
+//
+// Deprecated: use redrive.ErrNotFound, the same value.
+var ErrNotFound = redrive.ErrNotFound
 
 // ErrUnavailable means an action cannot be served by this instance now: resending is not
 // configured, or the resender is shutting down.
-var ErrUnavailable = errors.New("unavailable")
+//
+// Deprecated: use redrive.ErrUnavailable, the same value.
+var ErrUnavailable = redrive.ErrUnavailable
 
 // ErrConflict means the state of what an operation names does not allow it (a job that is
 // not running cannot be paused); its text says which state.
-var ErrConflict = errors.New("conflict")
+//
+// Deprecated: use redrive.ErrConflict, the same value.
+var ErrConflict = redrive.ErrConflict
 
 // ErrPayloadForbidden means the reader lacks the payload permission.
-var ErrPayloadForbidden = errors.New("payload permission required")
+//
+// Deprecated: use redrive.ErrPayloadForbidden, the same value.
+var ErrPayloadForbidden = redrive.ErrPayloadForbidden
 
 // ErrNullPart means the payload part asked for (a key) is null.
-var ErrNullPart = errors.New("the part is null")
+//
+// Deprecated: use redrive.ErrNullPart, the same value.
+var ErrNullPart = redrive.ErrNullPart
 
 // InputError is a client's mistake: it names the field at fault and says what is wrong, in
 // text safe to show to the client.
@@ -85,17 +95,12 @@ func forbidden(field, format string, args ...any) error {
 	return &InputError{Field: field, Detail: fmt.Sprintf(format, args...), Forbidden: true}
 }
 
-// fromStore turns the store's domain errors into the core's: a *store.FilterError becomes an
-// *InputError and store.ErrNotFound wraps ErrNotFound. Others pass unchanged.
+// fromStore turns a *redrive.FilterError into an *InputError; the other domain errors pass
+// unchanged (the store returns the same values the core does).
 func fromStore(err error) error {
-	var fe *store.FilterError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &fe):
+	var fe *redrive.FilterError
+	if errors.As(err, &fe) {
 		return &InputError{Field: fe.Field, Detail: fe.Detail}
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return err
 }

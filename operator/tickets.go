@@ -2,14 +2,16 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/store"
 )
 
 // ErrTracker means the issue tracker refused or could not be reached; the text says how.
-var ErrTracker = errors.New("issue tracker unavailable")
+//
+// Deprecated: use redrive.ErrTracker, the same value.
+var ErrTracker = redrive.ErrTracker
 
 // OpenTicket opens an issue in the configured tracker for the group with id (Config.OpenTicket)
 // and stores its key as the group's ticket, audited as the principal's group edit. A group

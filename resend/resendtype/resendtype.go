@@ -5,20 +5,23 @@
 package resendtype
 
 import (
-	"errors"
-
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/store"
 )
 
 // ErrClosed means the resender was shut down: nothing more is sent.
-var ErrClosed = errors.New("resender closed")
+//
+// Deprecated: use redrive.ErrClosed, the same value.
+var ErrClosed = redrive.ErrClosed
 
 // ErrInvalidRequest means a manual resend request cannot be served as asked (no principal, too
 // many ids); nothing was resent.
-var ErrInvalidRequest = errors.New("invalid resend request")
+//
+// Deprecated: use redrive.ErrInvalidRequest, the same value.
+var ErrInvalidRequest = redrive.ErrInvalidRequest
 
 // AuditActionRetry is the audit_log action of a manual resend (and of a retry job's item).
 const AuditActionRetry = "retry"
