@@ -19,27 +19,13 @@ const (
 // MaxCloseIDs bounds the ids of one CloseFailures call.
 const MaxCloseIDs = 1000
 
-// CloseOutcome is what became of one failure that an operator asked to close.
-type CloseOutcome string
-
-// The outcomes of a close.
-const (
-	// CloseClosed: the failure is now CLOSED.
-	CloseClosed CloseOutcome = "closed"
-	// CloseNotFound: no failure has the id.
-	CloseNotFound CloseOutcome = "not_found"
-	// CloseConflict: the failure is neither RETRY_PENDING nor PERMANENT, or a resend of it is
-	// in progress; it is unchanged.
-	CloseConflict CloseOutcome = "conflict"
-)
-
 // CloseResult is the outcome of closing one failure.
 type CloseResult struct {
 	ID      uuid.UUID
-	Outcome CloseOutcome
+	Outcome Outcome
 	// State is the failure's state before the request; empty when not found.
 	State State
-	// Detail says why the outcome is not CloseClosed; empty otherwise.
+	// Detail says why the outcome is not OutcomeClosed; empty otherwise.
 	Detail string
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/resend/resendtype"
@@ -29,24 +30,20 @@ const (
 	ResendTo Action = "resend_to"
 )
 
-// Outcome is what became of one failure in an action: the one outcome type of the API, the
-// UI and the audit log.
-type Outcome string
+// Outcome is what became of one failure in an action.
+//
+// Deprecated: use redrive.Outcome, the same type.
+type Outcome = redrive.Outcome
 
 // The outcomes of an action.
+//
+// Deprecated: use redrive's, the same values.
 const (
-	// OutcomeResent: the original was republished and the failure is RESENT.
-	OutcomeResent Outcome = "resent"
-	// OutcomeClosed: the failure is CLOSED.
-	OutcomeClosed Outcome = "closed"
-	// OutcomeNotFound: no failure has the id.
-	OutcomeNotFound Outcome = "not_found"
-	// OutcomeConflict: the failure's state does not allow the action, or a resend of it is in
-	// progress; it is unchanged.
-	OutcomeConflict Outcome = "conflict"
-	// OutcomeFailed: the action was attempted and did not succeed (e.g. the broker did not
-	// acknowledge the resend); the failure keeps its state.
-	OutcomeFailed Outcome = "failed"
+	OutcomeResent   = redrive.OutcomeResent
+	OutcomeClosed   = redrive.OutcomeClosed
+	OutcomeNotFound = redrive.OutcomeNotFound
+	OutcomeConflict = redrive.OutcomeConflict
+	OutcomeFailed   = redrive.OutcomeFailed
 )
 
 // actionStates are the states an action applies to: the open ones.
@@ -361,16 +358,13 @@ func (c *Core) retry(ctx context.Context, ids []uuid.UUID, principal, reason str
 
 // resendOutcome is the outcome of one manual resend.
 func resendOutcome(it resendtype.ItemResult) ItemOutcome {
-	o := ItemOutcome{ID: it.ID, Before: it.State, After: it.State, Detail: it.Error}
+	o := ItemOutcome{ID: it.ID, Outcome: it.Outcome, Before: it.State, After: it.State, Detail: it.Error}
 	switch it.Outcome {
-	case resendtype.OutcomeResent:
-		o.Outcome, o.After = OutcomeResent, store.StateResent
-	case resendtype.OutcomeNotFound:
-		o.Outcome = OutcomeNotFound
-	case resendtype.OutcomeConflict:
-		o.Outcome = OutcomeConflict
+	case redrive.OutcomeResent:
+		o.After = redrive.StateResent
+	case redrive.OutcomeNotFound, redrive.OutcomeConflict:
 	default:
-		o.Outcome = OutcomeFailed
+		o.Outcome = redrive.OutcomeFailed
 	}
 	return o
 }
@@ -383,14 +377,9 @@ func (c *Core) close(ctx context.Context, ids []uuid.UUID, principal, reason str
 	}
 	out := make([]ItemOutcome, len(res))
 	for i, r := range res {
-		o := ItemOutcome{ID: r.ID, Before: r.State, After: r.State, Detail: r.Detail}
-		switch r.Outcome {
-		case store.CloseClosed:
-			o.Outcome, o.After = OutcomeClosed, store.StateClosed
-		case store.CloseNotFound:
-			o.Outcome = OutcomeNotFound
-		default:
-			o.Outcome = OutcomeConflict
+		o := ItemOutcome{ID: r.ID, Outcome: r.Outcome, Before: r.State, After: r.State, Detail: r.Detail}
+		if r.Outcome == redrive.OutcomeClosed {
+			o.After = redrive.StateClosed
 		}
 		out[i] = o
 	}

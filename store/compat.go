@@ -47,17 +47,17 @@ type BadDataError = redrive.BadDataError
 // Deprecated: use redrive.CausingMessage.
 var CausingMessage = redrive.CausingMessage
 
-// Deprecated: use redrive.CloseClosed.
-const CloseClosed = redrive.CloseClosed
+// Deprecated: use redrive.OutcomeClosed.
+const CloseClosed = redrive.OutcomeClosed
 
-// Deprecated: use redrive.CloseConflict.
-const CloseConflict = redrive.CloseConflict
+// Deprecated: use redrive.OutcomeConflict.
+const CloseConflict = redrive.OutcomeConflict
 
-// Deprecated: use redrive.CloseNotFound.
-const CloseNotFound = redrive.CloseNotFound
+// Deprecated: use redrive.OutcomeNotFound.
+const CloseNotFound = redrive.OutcomeNotFound
 
-// Deprecated: use redrive.CloseOutcome.
-type CloseOutcome = redrive.CloseOutcome
+// Deprecated: use redrive.Outcome.
+type CloseOutcome = redrive.Outcome
 
 // Deprecated: use redrive.CloseResult.
 type CloseResult = redrive.CloseResult

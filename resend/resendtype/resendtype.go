@@ -36,23 +36,19 @@ const HeaderRevision = "redrive-revision"
 const HeaderJobItem = "redrive-job-item"
 
 // Outcome is what became of one resend.
-type Outcome string
+//
+// Deprecated: use redrive.Outcome, the same type.
+type Outcome = redrive.Outcome
 
 // The outcomes of a resend.
+//
+// Deprecated: use redrive's, the same values.
 const (
-	// OutcomeResent: the broker acknowledged the record and the failure is RESENT.
-	OutcomeResent Outcome = "resent"
-	// OutcomeNotFound: no failure has the id.
-	OutcomeNotFound Outcome = "not_found"
-	// OutcomeConflict: the failure is neither RETRY_PENDING nor PERMANENT, or another resend
-	// of it is in progress.
-	OutcomeConflict Outcome = "conflict"
-	// OutcomeFailed: the record was not acknowledged (or its outcome not recorded); the failure
-	// keeps its state, and a RETRY_PENDING one is due again later.
-	OutcomeFailed Outcome = "failed"
-	// OutcomeExhausted: the scheduler moved the failure to PERMANENT because its retries are
-	// exhausted, without sending it.
-	OutcomeExhausted Outcome = "exhausted"
+	OutcomeResent    = redrive.OutcomeResent
+	OutcomeNotFound  = redrive.OutcomeNotFound
+	OutcomeConflict  = redrive.OutcomeConflict
+	OutcomeFailed    = redrive.OutcomeFailed
+	OutcomeExhausted = redrive.OutcomeExhausted
 )
 
 // ManualRequest says who asks for a manual resend and why; both go to the audit log.
