@@ -4,11 +4,12 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // reasonBody is the body of a single retry or close.
@@ -27,14 +28,14 @@ type actOneJSON struct {
 
 // itemJSON is the outcome of an action for one failure.
 type itemJSON struct {
-	ID      uuid.UUID        `json:"id"`
-	Outcome operator.Outcome `json:"outcome"`
+	ID      uuid.UUID       `json:"id"`
+	Outcome redrive.Outcome `json:"outcome"`
 	// StateBefore is the failure's state before the action; null when it does not exist.
-	StateBefore *store.State `json:"state_before"`
+	StateBefore *redrive.State `json:"state_before"`
 	// StateAfter is its state after the action (what it would be, for a dry run); null when
 	// it does not exist.
-	StateAfter *store.State `json:"state_after"`
-	Detail     string       `json:"detail,omitempty"`
+	StateAfter *redrive.State `json:"state_after"`
+	Detail     string         `json:"detail,omitempty"`
 }
 
 func newItemJSON(o operator.ItemOutcome) itemJSON {
@@ -77,9 +78,9 @@ func (a *api) actOne(w http.ResponseWriter, r *http.Request, act operator.Action
 	switch o.Outcome {
 	case act.Success():
 		writeJSON(w, http.StatusOK, actOneJSON{itemJSON: newItemJSON(o), Parked: listOf(res.Parked, func(p *operator.ItemOutcome) itemJSON { return newItemJSON(*p) })})
-	case operator.OutcomeNotFound:
+	case redrive.OutcomeNotFound:
 		writeProblem(w, r, http.StatusNotFound, "id", "no failure has this id")
-	case operator.OutcomeConflict:
+	case redrive.OutcomeConflict:
 		writeProblem(w, r, http.StatusConflict, "", o.Detail)
 	default:
 		writeProblem(w, r, http.StatusBadGateway, "", string(act)+" failed: "+o.Detail)
@@ -111,7 +112,7 @@ type bulkResponse struct {
 	// state the action applies to.
 	Matched int `json:"matched"`
 	// Counts has every outcome of the action, zero when none.
-	Counts map[operator.Outcome]int `json:"counts"`
+	Counts map[redrive.Outcome]int `json:"counts"`
 	// Errors lists every item whose outcome is not the action's success.
 	Errors []itemJSON `json:"errors"`
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
+	"github.com/redrive/redrive"
 
-	"github.com/redrive/redrive/store"
+	"github.com/google/uuid"
 )
 
 type bulkView struct {
@@ -37,13 +37,13 @@ func (e *env) audit(action string) int {
 func TestRetryAndCloseOne(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	pending := e.insert(row{State: store.StateRetryPending})
+	pending := e.insert(row{State: redrive.StateRetryPending})
 	permanent := e.insert(row{})
-	closed := e.insert(row{State: store.StateClosed})
+	closed := e.insert(row{State: redrive.StateClosed})
 	failing := e.insert(row{Topic: failingTopic})
 
 	r := e.do("POST", "/api/v1/failures/"+pending.String()+"/retry", operatorToken, nil)
-	if r.status != 200 || !strings.Contains(string(r.body), `"outcome":"resent"`) || e.state(pending) != store.StateResent {
+	if r.status != 200 || !strings.Contains(string(r.body), `"outcome":"resent"`) || e.state(pending) != redrive.StateResent {
 		t.Errorf("retry = %d %s, state %s", r.status, r.body, e.state(pending))
 	}
 	r = e.do("POST", "/api/v1/failures/"+pending.String()+"/retry", operatorToken, map[string]string{"reason": "again"})
@@ -56,12 +56,12 @@ func TestRetryAndCloseOne(t *testing.T) {
 	if r = e.do("POST", "/api/v1/failures/"+uuid.NewString()+"/retry", operatorToken, nil); r.status != 404 {
 		t.Errorf("retry unknown = %d %s", r.status, r.body)
 	}
-	if r = e.do("POST", "/api/v1/failures/"+failing.String()+"/retry", operatorToken, nil); r.status != 502 || e.state(failing) != store.StatePermanent {
+	if r = e.do("POST", "/api/v1/failures/"+failing.String()+"/retry", operatorToken, nil); r.status != 502 || e.state(failing) != redrive.StatePermanent {
 		t.Errorf("failing retry = %d %s", r.status, r.body)
 	}
 
 	r = e.do("POST", "/api/v1/failures/"+permanent.String()+"/close", operatorToken, map[string]string{"reason": "  duplicate of OPS-1  "})
-	if r.status != 200 || e.state(permanent) != store.StateClosed {
+	if r.status != 200 || e.state(permanent) != redrive.StateClosed {
 		t.Fatalf("close = %d %s", r.status, r.body)
 	}
 	var by, reason string
@@ -88,8 +88,8 @@ func TestRetryAndCloseOne(t *testing.T) {
 func TestBulkByIDs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	a, b := e.insert(row{}), e.insert(row{State: store.StateRetryPending})
-	resent := e.insert(row{State: store.StateResent})
+	a, b := e.insert(row{}), e.insert(row{State: redrive.StateRetryPending})
+	resent := e.insert(row{State: redrive.StateResent})
 	missing := uuid.New()
 	failing := e.insert(row{Topic: failingTopic})
 	list := []string{a.String(), b.String(), resent.String(), missing.String(), a.String(), failing.String()}
@@ -120,7 +120,7 @@ func TestBulkByIDs(t *testing.T) {
 	if outcomes[resent] != "conflict" || outcomes[missing] != "not_found" || outcomes[failing] != "failed" || v.Errors[0].Detail == "" {
 		t.Errorf("errors = %+v", v.Errors)
 	}
-	if e.state(a) != store.StateResent || e.state(b) != store.StateResent || e.state(failing) != store.StatePermanent {
+	if e.state(a) != redrive.StateResent || e.state(b) != redrive.StateResent || e.state(failing) != redrive.StatePermanent {
 		t.Error("states after the bulk retry are wrong")
 	}
 	// Everything succeeds: 200.
@@ -145,7 +145,7 @@ func TestBulkByFilter(t *testing.T) {
 	for range 4 {
 		hit = append(hit, e.insert(row{Topic: "billing", ErrorMessage: "timeout"}))
 	}
-	e.insert(row{Topic: "billing", State: store.StateResent})
+	e.insert(row{Topic: "billing", State: redrive.StateResent})
 	other := e.insert(row{Topic: "shipping"})
 
 	filter := map[string]any{"topic": "billing"}
@@ -162,11 +162,11 @@ func TestBulkByFilter(t *testing.T) {
 		t.Fatalf("filter close = %d %+v", r.status, v)
 	}
 	for _, id := range hit {
-		if e.state(id) != store.StateClosed {
+		if e.state(id) != redrive.StateClosed {
 			t.Errorf("%s not closed", id)
 		}
 	}
-	if e.state(other) != store.StatePermanent {
+	if e.state(other) != redrive.StatePermanent {
 		t.Error("a failure outside the filter was closed")
 	}
 	var n int
@@ -248,7 +248,7 @@ func TestSingleRetryNamesStates(t *testing.T) {
 func TestAuditOnlyWhatHappened(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	resent := e.insert(row{State: store.StateResent})
+	resent := e.insert(row{State: redrive.StateResent})
 	var ids []string
 	for range 50 {
 		ids = append(ids, uuid.NewString())

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,7 +20,6 @@ import (
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // Prefix is the path under which New routes the API.
@@ -315,15 +316,15 @@ func parseQuery(r *http.Request, allowed ...[]string) (url.Values, error) {
 }
 
 // parseLimit reads the limit parameter: default operator.DefaultPageSize, at most
-// store.MaxListLimit.
+// redrive.MaxListLimit.
 func parseLimit(q url.Values) (int, error) {
 	s := q.Get("limit")
 	if s == "" {
 		return operator.DefaultPageSize, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > store.MaxListLimit {
-		return 0, badRequest("limit", "%q is not an integer from 1 to %d", clip.Text(s, clip.Default), store.MaxListLimit)
+	if err != nil || n < 1 || n > redrive.MaxListLimit {
+		return 0, badRequest("limit", "%q is not an integer from 1 to %d", clip.Text(s, clip.Default), redrive.MaxListLimit)
 	}
 	return n, nil
 }
@@ -341,12 +342,12 @@ func pageParams(r *http.Request) (limit int, cursor string, err error) {
 }
 
 // parseSort reads the sort parameter: newest (default) or oldest.
-func parseSort(q url.Values) (store.Order, error) {
+func parseSort(q url.Values) (redrive.Order, error) {
 	switch s := q.Get("sort"); s {
 	case "", "newest":
-		return store.NewestFirst, nil
+		return redrive.NewestFirst, nil
 	case "oldest":
-		return store.OldestFirst, nil
+		return redrive.OldestFirst, nil
 	default:
 		return 0, badRequest("sort", "%q is not newest or oldest", clip.Text(s, clip.Default))
 	}

@@ -4,11 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // chainView is the part of a failure detail that shows its ordering-guard chain.
@@ -85,7 +86,7 @@ func TestParkedChain(t *testing.T) {
 		t.Fatalf("retry head = %d %s", r.status, r.body)
 	}
 	for _, id := range append([]uuid.UUID{head}, parked...) {
-		if st := e.state(id); st != store.StateResent {
+		if st := e.state(id); st != redrive.StateResent {
 			t.Errorf("%s after the retry: %s", id, st)
 		}
 	}
@@ -112,7 +113,7 @@ func TestParkedChain(t *testing.T) {
 	if r.status != 200 || out.Outcome != "closed" || len(out.Parked) != 2 || out.Parked[0].ID != parked2[0] || out.Parked[1].ID != parked2[1] {
 		t.Fatalf("close with release = %d %s", r.status, r.body)
 	}
-	if st := e.state(head2); st != store.StateClosed {
+	if st := e.state(head2); st != redrive.StateClosed {
 		t.Errorf("head after close with release: %s", st)
 	}
 	msgs = e.cluster.ConsumeN(t, "orders", 5, 30*time.Second)[3:]
@@ -137,7 +138,7 @@ func TestParkedChain(t *testing.T) {
 	if r = e.do("POST", "/api/v1/failures/"+head3.String()+"/close", operatorToken, `{"reason": "r"}`); r.status != 200 {
 		t.Fatalf("close = %d %s", r.status, r.body)
 	}
-	if st := e.state(parked3[0]); st != store.StatePermanent {
+	if st := e.state(parked3[0]); st != redrive.StatePermanent {
 		t.Errorf("parked failure after a plain close of its head: %s", st)
 	}
 }

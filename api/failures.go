@@ -8,11 +8,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // failureSummary is a failure in a list: no payload bytes.
@@ -52,7 +53,7 @@ type failureSummary struct {
 	UpdatedAt      time.Time  `json:"updated_at"`
 }
 
-func summaryJSON(s *store.FailureSummary) failureSummary {
+func summaryJSON(s *redrive.FailureSummary) failureSummary {
 	return failureSummary{
 		ID: s.ID, State: string(s.State), StateReason: s.StateReason, Temporality: string(s.Temporality),
 		ErrorCode: s.ErrorCode, ErrorMessage: s.ErrorMessage, PublisherSystem: s.PublisherSystem,
@@ -66,7 +67,7 @@ func summaryJSON(s *store.FailureSummary) failureSummary {
 
 // position32 returns a partition, or nil when unknown.
 func position32(p int32) *int32 {
-	if p == store.UnknownPosition {
+	if p == redrive.UnknownPosition {
 		return nil
 	}
 	return &p
@@ -74,7 +75,7 @@ func position32(p int32) *int32 {
 
 // positionString returns an offset as a decimal string, or nil when unknown.
 func positionString(o int64) *string {
-	if o == store.UnknownPosition {
+	if o == redrive.UnknownPosition {
 		return nil
 	}
 	s := strconv.FormatInt(o, 10)
@@ -260,12 +261,12 @@ type auditJSON struct {
 	At        time.Time      `json:"at"`
 }
 
-func auditEntryJSON(e *store.AuditEntry) auditJSON {
+func auditEntryJSON(e *redrive.AuditEntry) auditJSON {
 	return auditJSON{ID: e.ID, FailureID: e.FailureID, GroupID: e.GroupID, Action: e.Action,
 		Principal: e.Principal, Reason: e.Reason, Details: e.Details, At: e.At}
 }
 
-func auditListJSON(in []store.AuditEntry) []auditJSON { return listOf(in, auditEntryJSON) }
+func auditListJSON(in []redrive.AuditEntry) []auditJSON { return listOf(in, auditEntryJSON) }
 
 // failureDetail is everything stored about a failure.
 type failureDetail struct {
@@ -318,7 +319,7 @@ func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 		keySize = &n
 	}
 	out := failureDetail{
-		failureSummary: summaryJSON(&store.FailureSummary{
+		failureSummary: summaryJSON(&redrive.FailureSummary{
 			ID: f.ID, State: f.State, StateReason: d.StateReason, Temporality: f.Temporality, ErrorCode: f.ErrorCode,
 			ErrorMessage: f.ErrorMessage, PublisherSystem: f.PublisherSystem, PublisherService: f.PublisherService,
 			Topic: f.Topic, Partition: f.Partition, Offset: f.Offset, MessageType: f.MessageType,

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/go-json-experiment/json"
 	"github.com/google/uuid"
@@ -23,7 +25,6 @@ import (
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/masking"
-	"github.com/redrive/redrive/store"
 )
 
 type summary struct {
@@ -65,11 +66,11 @@ func TestListFilters(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	base := time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)
-	a := e.insert(row{State: store.StateRetryPending, Temporality: avro.Temporary, Topic: "payments",
+	a := e.insert(row{State: redrive.StateRetryPending, Temporality: avro.Temporary, Topic: "payments",
 		ErrorMessage: "Timeout talking to ledger", CreatedAt: base, Key: []byte{0x00, 0xff, 0x10}})
 	b := e.insert(row{PublisherSystem: "crm", PublisherService: "crm-api", ErrorCode: "WRONG_EVENT_TYPE",
 		MessageType: "CustomerMoved", CreatedAt: base.Add(time.Hour), Key: []byte("cust 1/ä")})
-	c := e.insert(row{State: store.StateClosed, Temporality: avro.Unknown, ErrorMessage: "NPE in LEDGER",
+	c := e.insert(row{State: redrive.StateClosed, Temporality: avro.Unknown, ErrorMessage: "NPE in LEDGER",
 		CreatedAt: base.Add(2 * time.Hour), NullKey: true})
 	var groupB int64
 	if err := e.pool.QueryRow(context.Background(), "SELECT group_id FROM failures WHERE id = $1", b).Scan(&groupB); err != nil {
@@ -243,7 +244,7 @@ func TestGetFailure(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(s *setup) { s.API.InlinePayloadBytes = 8 })
 	base := time.Now().Add(-time.Hour)
-	first := e.insert(row{State: store.StateResent, Causing: "order-9", Attempt: 1, CreatedAt: base})
+	first := e.insert(row{State: redrive.StateResent, Causing: "order-9", Attempt: 1, CreatedAt: base})
 	id := e.insert(row{Causing: "order-9", Attempt: 2, CreatedAt: base.Add(time.Minute), Key: []byte("k-1"),
 		Value:       []byte("0123456789abcdef"),
 		HeaderNames: []string{"trace", "bin", "trace", "none"}, HeaderValues: [][]byte{[]byte("t1"), {0x00, 0x01}, []byte("t2"), nil}})

@@ -4,8 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // groupJSON is a failure group with its counts.
@@ -26,7 +27,7 @@ type groupJSON struct {
 	TotalCount int64 `json:"total_count"`
 }
 
-func (a *api) newGroupJSON(g *store.Group) groupJSON {
+func (a *api) newGroupJSON(g *redrive.Group) groupJSON {
 	out := groupJSON{ID: g.ID, PublisherService: g.PublisherService, MessageType: g.MessageType,
 		ErrorCode: g.ErrorCode, StackTraceHash: g.StackTraceHash, Ticket: g.Ticket, Note: g.Note,
 		FirstSeen: g.FirstSeen, LastSeen: g.LastSeen, OpenCount: g.OpenCount, TotalCount: g.TotalCount}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 type groupView struct {
@@ -25,8 +25,8 @@ func TestGroups(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	for _, r := range []row{
-		{PublisherService: "a"}, {PublisherService: "a", State: store.StateRetryPending}, {PublisherService: "a", State: store.StateClosed},
-		{PublisherService: "b", State: store.StateResent}, {PublisherService: "c", ErrorCode: "TIMEOUT"},
+		{PublisherService: "a"}, {PublisherService: "a", State: redrive.StateRetryPending}, {PublisherService: "a", State: redrive.StateClosed},
+		{PublisherService: "b", State: redrive.StateResent}, {PublisherService: "c", ErrorCode: "TIMEOUT"},
 	} {
 		e.insert(r)
 	}
@@ -102,9 +102,9 @@ func TestStats(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	old := time.Now().Add(-2 * time.Hour).Truncate(time.Microsecond)
-	e.insert(row{State: store.StateRetryPending, Topic: "a", CreatedAt: old})
-	e.insert(row{State: store.StateRetryPending, Topic: "b", PublisherService: "s2"})
-	e.insert(row{State: store.StateClosed, Topic: "b"})
+	e.insert(row{State: redrive.StateRetryPending, Topic: "a", CreatedAt: old})
+	e.insert(row{State: redrive.StateRetryPending, Topic: "b", PublisherService: "s2"})
+	e.insert(row{State: redrive.StateClosed, Topic: "b"})
 	r := e.do("GET", "/api/v1/stats", viewerToken, nil)
 	var st struct {
 		AsOf               time.Time        `json:"as_of"`

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -270,9 +272,9 @@ func (e *env) checksum() string {
 	return sum
 }
 
-func (e *env) state(id uuid.UUID) store.State {
+func (e *env) state(id uuid.UUID) redrive.State {
 	e.t.Helper()
-	var s store.State
+	var s redrive.State
 	if err := e.pool.QueryRow(context.Background(), "SELECT state FROM failures WHERE id = $1", id).Scan(&s); err != nil {
 		e.t.Fatal(err)
 	}

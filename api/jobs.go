@@ -5,10 +5,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // jobJSON is a job with its progress.
@@ -16,17 +17,17 @@ type jobJSON struct {
 	ID     uuid.UUID `json:"id"`
 	Action string    `json:"action"`
 	// TargetTopic is where a resend_to job sends the failures; null for other actions.
-	TargetTopic *string        `json:"target_topic"`
-	State       store.JobState `json:"state"`
-	Principal   string         `json:"principal"`
-	Reason      *string        `json:"reason"`
-	Selection   map[string]any `json:"selection"`
-	RateLimit   float64        `json:"rate_limit"`
-	Total       int64          `json:"total"`
-	Done        int64          `json:"done"`
-	Skipped     int64          `json:"skipped"`
-	Failed      int64          `json:"failed"`
-	Remaining   int64          `json:"remaining"`
+	TargetTopic *string          `json:"target_topic"`
+	State       redrive.JobState `json:"state"`
+	Principal   string           `json:"principal"`
+	Reason      *string          `json:"reason"`
+	Selection   map[string]any   `json:"selection"`
+	RateLimit   float64          `json:"rate_limit"`
+	Total       int64            `json:"total"`
+	Done        int64            `json:"done"`
+	Skipped     int64            `json:"skipped"`
+	Failed      int64            `json:"failed"`
+	Remaining   int64            `json:"remaining"`
 	// Rate is the items acted on per second since the job started.
 	Rate             float64    `json:"rate"`
 	ETA              *time.Time `json:"eta"`
@@ -186,7 +187,7 @@ func (a *api) listJobItems(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, pageOf(p.Items, newJobItemJSON, seqCursor(p.Next)))
 }
 
-func newJobItemJSON(it *store.JobItem) jobItemJSON {
+func newJobItemJSON(it *redrive.JobItem) jobItemJSON {
 	out := jobItemJSON{Seq: it.Seq, FailureID: it.FailureID, Detail: it.Detail, DoneAt: it.DoneAt}
 	if it.Outcome != "" {
 		o := string(it.Outcome)

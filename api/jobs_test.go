@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/google/uuid"
 
@@ -86,7 +88,7 @@ func TestJobsAPI(t *testing.T) {
 	if j.State != "DONE" || j.Done != 4 || j.Remaining != 0 {
 		t.Fatalf("job = %+v", j)
 	}
-	if e.state(late) != store.StatePermanent {
+	if e.state(late) != redrive.StatePermanent {
 		t.Error("a failure stored after the preview was closed")
 	}
 	r = e.do("GET", path+"/items?outcome=done&limit=2", viewerToken, nil)
@@ -195,7 +197,7 @@ func TestReactivationAPI(t *testing.T) {
 		s.NoResender = true
 		st = s.Core.Store
 		s.Core.DeadLetterTopic = "redrive.dlt"
-		s.Core.Reactivate = func(ctx context.Context, r operator.ReactivateRequest) (*store.Reactivation, error) {
+		s.Core.Reactivate = func(ctx context.Context, r operator.ReactivateRequest) (*redrive.Reactivation, error) {
 			run, _, err := s.Core.Store.StartReactivation(ctx, store.StartReactivationParams{Topic: "redrive.dlt",
 				Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow, StaleAfter: time.Hour})
 			return run, err
@@ -230,7 +232,7 @@ func TestReactivationAPI(t *testing.T) {
 		t.Errorf("unknown run = %d", r.status)
 	}
 	// Runs are paged, newest first.
-	if _, err := st.FinishReactivation(context.Background(), run.ID, store.ReactivationDone, ""); err != nil {
+	if _, err := st.FinishReactivation(context.Background(), run.ID, redrive.ReactivationDone, ""); err != nil {
 		t.Fatal(err)
 	}
 	r = e.do("POST", "/api/v1/dead-letters/reactivations", adminToken, `{"up_to_now": true}`)
@@ -319,7 +321,7 @@ func TestOpenTicket(t *testing.T) {
 	fail := false
 	e := newEnv(t, func(s *setup) {
 		s.NoResender = true
-		s.Core.OpenTicket = func(_ context.Context, g *store.Group) (string, error) {
+		s.Core.OpenTicket = func(_ context.Context, g *redrive.Group) (string, error) {
 			calls++
 			if fail {
 				return "", errors.New("Jira answered 503 Service Unavailable")
@@ -413,7 +415,7 @@ func TestRepair(t *testing.T) {
 	if r.status != 200 || !strings.Contains(string(r.body), `"reason":"decimal comma"`) || !strings.Contains(string(r.body), `"principal":"token:ada"`) {
 		t.Errorf("revisions = %d %s", r.status, r.body)
 	}
-	if e.state(id) != store.StateResent {
+	if e.state(id) != redrive.StateResent {
 		t.Errorf("state after the repair: %s", e.state(id))
 	}
 	if r := e.do("POST", path+"/repair", adminToken, `{"reason": "again", "value": "x"}`); r.status != 409 {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
+	"github.com/redrive/redrive"
 
-	"github.com/redrive/redrive/store"
+	"github.com/google/uuid"
 )
 
 // Malformed requests get a 4xx problem document naming what is wrong, and change nothing.
@@ -18,7 +18,7 @@ func TestMalformedRequests(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	permanent := e.insert(row{})
-	closed := e.insert(row{State: store.StateClosed})
+	closed := e.insert(row{State: redrive.StateClosed})
 	var groupID int64
 	e.pool.QueryRow(t.Context(), "SELECT min(id) FROM failure_groups").Scan(&groupID)
 	f := "/api/v1/failures/" + permanent.String()
@@ -79,7 +79,7 @@ func TestMalformedRequests(t *testing.T) {
 		{"GET", "/api/v1/failures?sort=newest;DROP", nil, 400, "query", ""},
 		{"GET", "/api/v1/failures?stat=PERMANENT", nil, 400, "stat", ""},
 		{"GET", "/api/v1/failures?topic=a&topic=b", nil, 400, "topic", ""},
-		{"GET", "/api/v1/failures?q=" + strings.Repeat("x", store.MaxSearchLen+1), nil, 400, "q", ""},
+		{"GET", "/api/v1/failures?q=" + strings.Repeat("x", redrive.MaxSearchLen+1), nil, 400, "q", ""},
 		{"GET", "/api/v1/failures?q=a%00b", nil, 400, "q", ""},
 		{"GET", "/api/v1/failures?topic=%ff%fe", nil, 400, "topic", ""},
 		// detail and payload

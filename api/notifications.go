@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // notificationJSON is one notification with its delivery attempts.
@@ -58,7 +58,7 @@ func (a *api) listNotifications(w http.ResponseWriter, r *http.Request) {
 }
 
 // newNotificationJSON writes a notification with its delivery log.
-func newNotificationJSON(n *store.Notification) notificationJSON {
+func newNotificationJSON(n *redrive.Notification) notificationJSON {
 	out := notificationJSON{ID: n.ID, Webhook: n.Webhook, Event: n.EventType, Payload: n.Payload, CreatedAt: n.CreatedAt,
 		Attempts: make([]attemptJSON, len(n.Log)), DeliveredAt: n.DeliveredAt, GaveUpAt: n.GaveUpAt, LastError: n.LastError}
 	if n.DeliveredAt == nil && n.GaveUpAt == nil {

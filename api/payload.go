@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
@@ -47,7 +49,7 @@ func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 		d, err := a.core.AvroPayload(r.Context(), id, part, reader(r))
 		var pe *avro.PayloadError
 		switch {
-		case errors.Is(err, operator.ErrNullPart):
+		case errors.Is(err, redrive.ErrNullPart):
 			writeProblem(w, r, http.StatusNotFound, "part", "the failure's key is null")
 		case errors.As(err, &pe):
 			a.fail(w, r, unprocessable("format", "%s", pe.Detail))
@@ -59,7 +61,7 @@ func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := a.core.Payload(r.Context(), id, part, reader(r), "format="+format)
-	if errors.Is(err, operator.ErrNullPart) {
+	if errors.Is(err, redrive.ErrNullPart) {
 		writeProblem(w, r, http.StatusNotFound, "part", "the failure's key is null")
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/operator"
 )
 
@@ -88,17 +90,17 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, r, re.status, re.field, re.detail)
 	case errors.As(err, &ie):
 		writeProblem(w, r, ie.Status(), ie.Field, ie.Detail)
-	case errors.Is(err, operator.ErrTracker):
-		writeProblem(w, r, http.StatusBadGateway, "", strings.TrimPrefix(err.Error(), operator.ErrTracker.Error()+": "))
-	case errors.Is(err, operator.ErrPayloadForbidden):
-		writeProblem(w, r, http.StatusForbidden, "", strings.TrimPrefix(err.Error(), operator.ErrPayloadForbidden.Error()+": "))
-	case errors.Is(err, operator.ErrConflict):
-		writeProblem(w, r, http.StatusConflict, "", strings.TrimPrefix(err.Error(), operator.ErrConflict.Error()+": "))
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrTracker):
+		writeProblem(w, r, http.StatusBadGateway, "", strings.TrimPrefix(err.Error(), redrive.ErrTracker.Error()+": "))
+	case errors.Is(err, redrive.ErrPayloadForbidden):
+		writeProblem(w, r, http.StatusForbidden, "", strings.TrimPrefix(err.Error(), redrive.ErrPayloadForbidden.Error()+": "))
+	case errors.Is(err, redrive.ErrConflict):
+		writeProblem(w, r, http.StatusConflict, "", strings.TrimPrefix(err.Error(), redrive.ErrConflict.Error()+": "))
+	case errors.Is(err, redrive.ErrNotFound):
 		writeProblem(w, r, http.StatusNotFound, "", "not found")
-	case errors.Is(err, operator.ErrUnavailable):
+	case errors.Is(err, redrive.ErrUnavailable):
 		w.Header().Set("Retry-After", "5")
-		writeProblem(w, r, http.StatusServiceUnavailable, "", strings.TrimPrefix(err.Error(), operator.ErrUnavailable.Error()+": "))
+		writeProblem(w, r, http.StatusServiceUnavailable, "", strings.TrimPrefix(err.Error(), redrive.ErrUnavailable.Error()+": "))
 	case errors.Is(err, context.DeadlineExceeded):
 		a.log.Warn("api: query timed out", "path", r.URL.Path, "query", r.URL.RawQuery, "timeout", a.core.QueryTimeout())
 		w.Header().Set("Retry-After", "5")

@@ -5,31 +5,32 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // reactivationJSON is a reactivation run of the own dead-letter topic.
 type reactivationJSON struct {
-	ID           int64                   `json:"id"`
-	Topic        string                  `json:"topic"`
-	Principal    string                  `json:"principal"`
-	Reason       *string                 `json:"reason"`
-	Limit        *int64                  `json:"limit"`
-	UpToNow      bool                    `json:"up_to_now"`
-	State        store.ReactivationState `json:"state"`
-	Read         int64                   `json:"read"`
-	Reingested   int64                   `json:"reingested"`
-	Duplicates   int64                   `json:"duplicates"`
-	StillFailing int64                   `json:"still_failing"`
-	Error        *string                 `json:"error"`
-	StartedAt    time.Time               `json:"started_at"`
-	UpdatedAt    time.Time               `json:"updated_at"`
-	FinishedAt   *time.Time              `json:"finished_at"`
-	Audit        []auditJSON             `json:"audit,omitempty"`
+	ID           int64                     `json:"id"`
+	Topic        string                    `json:"topic"`
+	Principal    string                    `json:"principal"`
+	Reason       *string                   `json:"reason"`
+	Limit        *int64                    `json:"limit"`
+	UpToNow      bool                      `json:"up_to_now"`
+	State        redrive.ReactivationState `json:"state"`
+	Read         int64                     `json:"read"`
+	Reingested   int64                     `json:"reingested"`
+	Duplicates   int64                     `json:"duplicates"`
+	StillFailing int64                     `json:"still_failing"`
+	Error        *string                   `json:"error"`
+	StartedAt    time.Time                 `json:"started_at"`
+	UpdatedAt    time.Time                 `json:"updated_at"`
+	FinishedAt   *time.Time                `json:"finished_at"`
+	Audit        []auditJSON               `json:"audit,omitempty"`
 }
 
-func newReactivationJSON(r *store.Reactivation) reactivationJSON {
+func newReactivationJSON(r *redrive.Reactivation) reactivationJSON {
 	return reactivationJSON{ID: r.ID, Topic: r.Topic, Principal: r.Principal, Reason: r.Reason, Limit: r.Limit,
 		UpToNow: r.UpToNow, State: r.State, Read: r.Read, Reingested: r.Reingested, Duplicates: r.Duplicates,
 		StillFailing: r.StillFailing, Error: r.Error, StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}

@@ -5,9 +5,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // repairBody is the body of POST /failures/{id}/repair.
@@ -96,7 +97,7 @@ func (a *api) repairFailure(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status := http.StatusOK
-	if res.Outcome.Outcome != operator.OutcomeResent {
+	if res.Outcome.Outcome != redrive.OutcomeResent {
 		status = http.StatusBadGateway
 	}
 	writeJSON(w, status, map[string]any{"revision": a.newRevisionJSON(res.Revision), "result": newItemJSON(res.Outcome)})
@@ -120,7 +121,7 @@ func (a *api) listRevisions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (a *api) newRevisionJSON(rev *store.Revision) revisionJSON {
+func (a *api) newRevisionJSON(rev *redrive.Revision) revisionJSON {
 	out := revisionJSON{ID: rev.ID, FailureID: rev.FailureID.String(), Principal: rev.Principal, Reason: rev.Reason,
 		TargetTopic: rev.TargetTopic, Key: newBytesJSON(rev.Key, a.cfg.InlinePayloadBytes), Value: newBytesJSON(rev.Value, a.cfg.InlinePayloadBytes),
 		Headers: make([]headerJSON, len(rev.Headers)), CreatedAt: rev.CreatedAt, Error: rev.OutcomeError, ResentAt: rev.ResentAt}

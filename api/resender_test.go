@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // Retry through the API with the real resender: the original record reaches its topic byte
@@ -19,12 +20,12 @@ func TestRetryWithResender(t *testing.T) {
 
 	key, value := []byte("order-1"), []byte{0x00, 0x01, 0xfe, 0xff}
 	id := e.insert(row{Key: key, Value: value, HeaderNames: []string{"trace", "empty"}, HeaderValues: [][]byte{[]byte("t-1"), nil}})
-	closed := e.insert(row{State: store.StateClosed})
+	closed := e.insert(row{State: redrive.StateClosed})
 	r := e.do("POST", "/api/v1/failures/"+id.String()+"/retry", operatorToken, `{"reason": "consumer fixed"}`)
 	if r.status != 200 {
 		t.Fatalf("retry = %d %s", r.status, r.body)
 	}
-	if e.state(id) != store.StateResent {
+	if e.state(id) != redrive.StateResent {
 		t.Errorf("state after retry = %s", e.state(id))
 	}
 	msgs := cluster.ConsumeN(t, "orders", 1, 30*time.Second)

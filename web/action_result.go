@@ -12,11 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // An action's result travels from the POST that ran it to the result page in the address of
@@ -40,13 +41,13 @@ var errBadResult = errors.New("not a result address of this server")
 
 // actionRecord is the result of an action as the result page's address carries it.
 type actionRecord struct {
-	Action    operator.Action          `json:"a"`
-	Principal string                   `json:"p"`
-	At        int64                    `json:"t"` // Unix seconds
-	All       bool                     `json:"all,omitempty"`
-	Matched   int                      `json:"m"`
-	Counts    map[operator.Outcome]int `json:"c"`
-	Others    []recordItem             `json:"o,omitempty"`
+	Action    operator.Action         `json:"a"`
+	Principal string                  `json:"p"`
+	At        int64                   `json:"t"` // Unix seconds
+	All       bool                    `json:"all,omitempty"`
+	Matched   int                     `json:"m"`
+	Counts    map[redrive.Outcome]int `json:"c"`
+	Others    []recordItem            `json:"o,omitempty"`
 	// MoreOthers counts the failures not changed beyond Others.
 	MoreOthers int    `json:"mo,omitempty"`
 	Back       string `json:"b,omitempty"`
@@ -58,11 +59,11 @@ type actionRecord struct {
 
 // recordItem is a failure that the action did not change.
 type recordItem struct {
-	ID      uuid.UUID        `json:"i"`
-	Outcome operator.Outcome `json:"o"`
-	Before  store.State      `json:"b,omitempty"`
-	After   store.State      `json:"f,omitempty"`
-	Detail  string           `json:"d,omitempty"`
+	ID      uuid.UUID       `json:"i"`
+	Outcome redrive.Outcome `json:"o"`
+	Before  redrive.State   `json:"b,omitempty"`
+	After   redrive.State   `json:"f,omitempty"`
+	Detail  string          `json:"d,omitempty"`
 }
 
 // newActionRecord keeps what the result page of res shows.
@@ -81,7 +82,7 @@ func newActionRecord(a actionForm, res *operator.ActionResult, principal string,
 			Detail: clip.Text(it.Detail, maxResultDetail)})
 	}
 	for _, it := range res.Parked {
-		if it.Outcome == operator.OutcomeResent {
+		if it.Outcome == redrive.OutcomeResent {
 			rec.Parked++
 		} else if len(rec.Others) < maxResultItems {
 			rec.Others = append(rec.Others, recordItem{ID: it.ID, Outcome: it.Outcome, Before: it.Before, After: it.After,

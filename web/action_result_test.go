@@ -8,21 +8,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 func TestActionRecordRoundTripAndBounds(t *testing.T) {
 	t.Parallel()
 	h := &handler{cfg: Config{SessionKey: []byte(strings.Repeat("k", 32))}}
-	res := &operator.ActionResult{Action: operator.Close, Matched: 13, Counts: map[operator.Outcome]int{}}
+	res := &operator.ActionResult{Action: operator.Close, Matched: 13, Counts: map[redrive.Outcome]int{}}
 	ok := uuid.New()
 	res.Items = append(res.Items, operator.ItemOutcome{ID: ok, Outcome: operator.Close.Success()})
 	for range 12 {
-		res.Items = append(res.Items, operator.ItemOutcome{ID: uuid.New(), Outcome: "conflict", Before: store.StateResent,
-			After: store.StateResent, Detail: strings.Repeat("ü", 500)})
+		res.Items = append(res.Items, operator.ItemOutcome{ID: uuid.New(), Outcome: "conflict", Before: redrive.StateResent,
+			After: redrive.StateResent, Detail: strings.Repeat("ü", 500)})
 	}
 	res.Counts[operator.Close.Success()], res.Counts["conflict"] = 1, 12
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)

@@ -8,11 +8,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // actionForm is a posted action: what to do, to which failures, and why. It is read, not
@@ -23,7 +24,7 @@ type actionForm struct {
 	// All is true for "all matching the filter"; IDs holds the selection otherwise.
 	All    bool
 	IDs    []uuid.UUID
-	Filter store.Filter
+	Filter redrive.Filter
 	Reason string
 	// Release closes an ordering guard's head with release (operator.ActionRequest.Release).
 	Release bool
@@ -86,10 +87,10 @@ type confirmPage struct {
 	Error      string
 	// Parked are the open failures parked behind the one head selected (or after the one
 	// parked failure selected), which the action resends after it, in offset order.
-	Parked []store.ParkedLink
+	Parked []redrive.ParkedLink
 	// ClosedHead is the CLOSED head of the one parked failure selected for a retry: the
 	// resends carry the release.
-	ClosedHead *store.ParkedLink
+	ClosedHead *redrive.ParkedLink
 }
 
 func (h *handler) postConfirm(w http.ResponseWriter, r *http.Request) {
@@ -117,10 +118,10 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request, a actionForm, 
 		case err != nil || ch.Head == nil:
 		case ch.Head.ID == a.IDs[0]:
 			p.Parked = ch.Open()
-		case a.Action == operator.Retry && ch.Head.State == store.StateClosed:
+		case a.Action == operator.Retry && ch.Head.State == redrive.StateClosed:
 			p.ClosedHead = ch.Head
 			open := ch.Open()
-			if i := slices.IndexFunc(open, func(l store.ParkedLink) bool { return l.ID == a.IDs[0] }); i >= 0 {
+			if i := slices.IndexFunc(open, func(l redrive.ParkedLink) bool { return l.ID == a.IDs[0] }); i >= 0 {
 				p.Parked = open[i+1:]
 			}
 		}
@@ -159,7 +160,7 @@ type resultPage struct {
 }
 
 type outcomeCount struct {
-	Outcome operator.Outcome
+	Outcome redrive.Outcome
 	Count   int
 	Success bool
 }
@@ -206,7 +207,7 @@ func (h *handler) refused(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &ie):
 		h.renderError(w, r, ie.Status(), "The request is not valid: "+ie.Error())
-	case errors.Is(err, operator.ErrUnavailable):
+	case errors.Is(err, redrive.ErrUnavailable):
 		h.renderError(w, r, http.StatusServiceUnavailable, "This server cannot do this now: resending is not configured here, or the server is shutting down.")
 	default:
 		h.serverError(w, r, "action", err)
@@ -242,7 +243,7 @@ func (h *handler) postGroup(w http.ResponseWriter, r *http.Request) {
 	if !posted || u.Ticket != nil || u.Note != nil {
 		_, err := h.core.UpdateGroup(r.Context(), id, u, sessionFrom(r.Context()).principal.Name)
 		switch {
-		case errors.Is(err, operator.ErrNotFound):
+		case errors.Is(err, redrive.ErrNotFound):
 			h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
 			return
 		case err != nil:

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/redrive/redrive"
 
-	"github.com/redrive/redrive/store"
+	"github.com/google/uuid"
 )
 
 func TestActionsNeedOperatorAndCSRF(t *testing.T) {
@@ -42,7 +42,7 @@ func TestActionsNeedOperatorAndCSRF(t *testing.T) {
 		t.Fatalf("cross-site close: %d", resp.StatusCode)
 	}
 	op.hdr.Del("Sec-Fetch-Site")
-	if st := f.state(f.ids[0]); st != store.StatePermanent {
+	if st := f.state(f.ids[0]); st != redrive.StatePermanent {
 		t.Fatalf("a refused close changed the state to %s", st)
 	}
 
@@ -52,7 +52,7 @@ func TestActionsNeedOperatorAndCSRF(t *testing.T) {
 		!strings.Contains(body, f.ids[3].String()) || !strings.Contains(body, "RESENT") {
 		t.Fatalf("confirm: %d %s", resp.StatusCode, body)
 	}
-	if st := f.state(f.ids[0]); st != store.StatePermanent {
+	if st := f.state(f.ids[0]); st != redrive.StatePermanent {
 		t.Fatalf("the dry run changed the state to %s", st)
 	}
 	resp, body = op.do("POST", "/failures/close", url.Values{"csrf": {tok}, "id": {f.ids[0].String()}, "reason": {"  "}})
@@ -78,7 +78,7 @@ func TestActionsNeedOperatorAndCSRF(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `<strong id="done-count">1</strong> resent`) {
 		t.Fatalf("retry all: %d %s", resp.StatusCode, body)
 	}
-	if st := f.state(f.ids[2]); st != store.StateResent {
+	if st := f.state(f.ids[2]); st != redrive.StateResent {
 		t.Fatalf("the retried failure is %s", st)
 	}
 	msgs := f.kafka.ConsumeN(t, "shipments", 1, 30*time.Second)
@@ -115,7 +115,7 @@ func TestActionRules(t *testing.T) {
 	}
 	// A retry on a server that does not resend.
 	resp, _ = op.do("POST", "/failures/retry", url.Values{"csrf": {tok}, "id": {f.ids[0].String()}})
-	if resp.StatusCode != http.StatusServiceUnavailable || f.state(f.ids[0]) != store.StatePermanent {
+	if resp.StatusCode != http.StatusServiceUnavailable || f.state(f.ids[0]) != redrive.StatePermanent {
 		t.Errorf("retry without a resender: %d", resp.StatusCode)
 	}
 	_, body = op.do("GET", "/failures/"+f.ids[0].String(), nil)
@@ -136,7 +136,7 @@ func TestActionRules(t *testing.T) {
 		t.Fatalf("close over the cap: %d %s", resp.StatusCode, body)
 	}
 	for _, i := range []int{0, 1, 2} {
-		if st := f.state(f.ids[i]); st == store.StateClosed {
+		if st := f.state(f.ids[i]); st == redrive.StateClosed {
 			t.Fatalf("a refused bulk close closed failure %d", i)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/auth"
@@ -35,7 +37,7 @@ func benchHandler(b *testing.B, n, size int) (http.Handler, []uuid.UUID) {
 		for j := range value {
 			value[j] = byte(rnd.IntN(256))
 		}
-		ids[i] = testkit.InsertFailure(b, pool, testkit.FailureRow{State: store.StateRetryPending, Temporality: avro.Temporary,
+		ids[i] = testkit.InsertFailure(b, pool, testkit.FailureRow{State: redrive.StateRetryPending, Temporality: avro.Temporary,
 			Topic: "orders", PublisherService: "billing", MessageType: "OrderPlaced", Value: value, Key: []byte("key"),
 			HeaderNames: []string{"a"}, HeaderValues: [][]byte{[]byte("b")}, CreatedAt: base.Add(time.Duration(i) * time.Second)})
 	}

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/testkit"
-	"github.com/redrive/redrive/store"
 )
 
 // The failure page shows the ordering chain of its key with links (escaped), offers a close
@@ -56,7 +57,7 @@ func TestParkedChainPage(t *testing.T) {
 	if _, body = op.do("GET", resp.Header.Get("Location"), nil); !strings.Contains(body, `<strong id="parked-count">2</strong>`) {
 		t.Errorf("result page: %s", body)
 	}
-	if st := f.state(head); st != store.StateClosed {
+	if st := f.state(head); st != redrive.StateClosed {
 		t.Errorf("head: %s", st)
 	}
 	// A record parked after the head was closed: its retry's confirmation says it carries the

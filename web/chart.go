@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // chart is a bar chart of failures over time, drawn by the template as inline SVG with
@@ -45,7 +45,7 @@ const (
 )
 
 // newChart lays out buckets of the given width as bars.
-func newChart(buckets []store.TimeBucket, width time.Duration) chart {
+func newChart(buckets []redrive.TimeBucket, width time.Duration) chart {
 	c := chart{Width: chartWidth, Height: chartHeight, PlotTop: chartTop, PlotBottom: chartBottom}
 	var peak int64
 	for _, b := range buckets {

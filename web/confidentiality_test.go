@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // Secrets of the UI's confidentiality tests, each with a wrong guess of the same length.
@@ -156,13 +157,13 @@ func newConfFixture(t *testing.T) *confFixture {
 		t.Fatal(err)
 	}
 	prev, err := f.core.PreviewJob(ctx, operator.JobRequest{Action: operator.Close, Principal: "ada", Reason: "by key", Payload: true,
-		Selection: operator.Selection{Filter: &store.Filter{Key: []byte(uiSecretKey)}}})
+		Selection: operator.Selection{Filter: &redrive.Filter{Key: []byte(uiSecretKey)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.job = prev.Job.ID
 	if _, err := f.core.Act(ctx, operator.ActionRequest{Action: operator.Close, Principal: "ada", Reason: "by payload", Payload: true,
-		Selection: operator.Selection{Filter: &store.Filter{Topic: "orders", Payload: []byte(uiSecretPlain)}}}); err != nil {
+		Selection: operator.Selection{Filter: &redrive.Filter{Topic: "orders", Payload: []byte(uiSecretPlain)}}}); err != nil {
 		t.Fatal(err)
 	}
 	return c

@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // Reactivation of the service's own dead-letter topic: the runs (GET /dead-letters), one run
@@ -27,7 +28,7 @@ type reactivateForm struct {
 
 // deadLettersPage is the data of the list of runs.
 type deadLettersPage struct {
-	Runs []store.Reactivation
+	Runs []redrive.Reactivation
 	// Pager links the first and the next (older) page of runs.
 	Pager pager
 	// CanStart is true for an admin: the form of a new run shows.
@@ -80,7 +81,7 @@ func (h *handler) postReactivate(w http.ResponseWriter, r *http.Request) {
 	default:
 		err = &operator.InputError{Field: "scope", Detail: "choose up to a number of records or up to now"}
 	}
-	var run *store.Reactivation
+	var run *redrive.Reactivation
 	if err == nil {
 		run, err = h.core.Reactivate(r.Context(), req)
 	}
@@ -89,10 +90,10 @@ func (h *handler) postReactivate(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &ie):
 		h.deadLetters(w, r, http.StatusBadRequest, f, ie.Error())
 		return
-	case errors.Is(err, operator.ErrConflict):
-		h.deadLetters(w, r, http.StatusConflict, f, "A reactivation cannot start now: "+strings.TrimPrefix(err.Error(), operator.ErrConflict.Error()+": "))
+	case errors.Is(err, redrive.ErrConflict):
+		h.deadLetters(w, r, http.StatusConflict, f, "A reactivation cannot start now: "+strings.TrimPrefix(err.Error(), redrive.ErrConflict.Error()+": "))
 		return
-	case errors.Is(err, operator.ErrUnavailable):
+	case errors.Is(err, redrive.ErrUnavailable):
 		h.deadLetters(w, r, http.StatusServiceUnavailable, f, "This server does not reactivate its dead-letter topic.")
 		return
 	case err != nil:
@@ -129,7 +130,7 @@ func (h *handler) getReactivation(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := h.core.Reactivation(r.Context(), id)
 	switch {
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no reactivation run with this id.")
 		return
 	case err != nil:
@@ -143,8 +144,8 @@ func (h *handler) getReactivation(w http.ResponseWriter, r *http.Request) {
 
 // reactivationProgress returns the progress of run, with the fields of its page. The bar's
 // end is the run's limit; a run up to now has none.
-func reactivationProgress(run *store.Reactivation) progressJSON {
-	p := progressJSON{State: string(run.State), Running: run.State == store.ReactivationRunning, Value: run.Read,
+func reactivationProgress(run *redrive.Reactivation) progressJSON {
+	p := progressJSON{State: string(run.State), Running: run.State == redrive.ReactivationRunning, Value: run.Read,
 		Fields: map[string]string{
 			"state":         string(run.State),
 			"read":          strconv.FormatInt(run.Read, 10),
@@ -159,7 +160,7 @@ func reactivationProgress(run *store.Reactivation) progressJSON {
 		p.Max = *run.Limit
 		p.Fields["percent"] = percentText(run.Read, *run.Limit)
 	}
-	if run.State == store.ReactivationDone { // a run that read less than its limit reached the topic's end
+	if run.State == redrive.ReactivationDone { // a run that read less than its limit reached the topic's end
 		p.Max = max(p.Max, run.Read, 1)
 		p.Value, p.Fields["percent"] = p.Max, "100"
 	}
@@ -181,7 +182,7 @@ func (h *handler) getReactivationProgress(w http.ResponseWriter, r *http.Request
 	}
 	v, err := h.core.Reactivation(r.Context(), id)
 	switch {
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		http.Error(w, "no such run", http.StatusNotFound)
 		return
 	case err != nil:

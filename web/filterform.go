@@ -5,15 +5,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // filterForm is the list page's filter form: the filter's values, as operator.FilterValues
 // writes them, for re-display. operator.ParseFilter reads the submitted form.
 type filterForm struct {
-	States        map[store.State]bool
+	States        map[redrive.State]bool
 	Temporalities map[avro.Temporality]bool
 	Topic         string
 	Service       string
@@ -40,7 +41,7 @@ type filterForm struct {
 	NoTicket        bool
 	Payload         string
 	PayloadBase64   string
-	SourceFormats   map[store.SourceFormat]bool
+	SourceFormats   map[redrive.SourceFormat]bool
 	SourceTopic     string
 	// Advanced is true when an advanced criterion is set: the section is shown open.
 	Advanced bool
@@ -55,17 +56,17 @@ var advancedParams = []string{
 }
 
 // sourceFormats lists the source formats, for the form.
-var sourceFormats = []store.SourceFormat{store.SourceMPFE, store.SourceSpring, store.SourceConnect, store.SourceStreams, store.SourceRaw}
+var sourceFormats = []redrive.SourceFormat{redrive.SourceMPFE, redrive.SourceSpring, redrive.SourceConnect, redrive.SourceStreams, redrive.SourceRaw}
 
-func newFilterForm(f store.Filter) filterForm { return formFromValues(operator.FilterValues(f)) }
+func newFilterForm(f redrive.Filter) filterForm { return formFromValues(operator.FilterValues(f)) }
 
 // formFromValues fills the form from filter values: those FilterValues wrote, or those a user
 // submitted when the core refused them (shown back as they were, with the core's reason).
 func formFromValues(v url.Values) filterForm {
 	ff := filterForm{
-		States:          map[store.State]bool{},
+		States:          map[redrive.State]bool{},
 		Temporalities:   map[avro.Temporality]bool{},
-		SourceFormats:   map[store.SourceFormat]bool{},
+		SourceFormats:   map[redrive.SourceFormat]bool{},
 		Topic:           v.Get(operator.ParamTopic),
 		Service:         v.Get(operator.ParamPublisherSvc),
 		MessageType:     v.Get(operator.ParamMessageType),
@@ -91,13 +92,13 @@ func formFromValues(v url.Values) filterForm {
 		To:              formTime(v.Get(operator.ParamCreatedTo)),
 	}
 	for _, s := range operator.SplitValues(v[operator.ParamState]) {
-		ff.States[store.State(strings.ToUpper(s))] = true
+		ff.States[redrive.State(strings.ToUpper(s))] = true
 	}
 	for _, t := range operator.SplitValues(v[operator.ParamTemporality]) {
 		ff.Temporalities[avro.Temporality(strings.ToUpper(t))] = true
 	}
 	for _, sf := range operator.SplitValues(v[operator.ParamSourceFormat]) {
-		ff.SourceFormats[store.SourceFormat(strings.ToLower(sf))] = true
+		ff.SourceFormats[redrive.SourceFormat(strings.ToLower(sf))] = true
 	}
 	for _, p := range advancedParams {
 		if v.Get(p) != "" {

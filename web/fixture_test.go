@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -81,13 +83,13 @@ func newFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 	for i, spec := range []struct {
 		topic, service, code string
 		temporality          avro.Temporality
-		state                store.State
+		state                redrive.State
 		value                []byte
 	}{
-		{"orders", "billing", "DESERIALIZATION_FAILED", avro.Permanent, store.StatePermanent, []byte(`{"order":1}`)},
-		{"orders", "billing", "DESERIALIZATION_FAILED", avro.Permanent, store.StatePermanent, []byte("<script>alert(1)</script>")},
-		{"shipments", "shipping", "TIMEOUT", avro.Temporary, store.StateRetryPending, []byte{0x00, 0xff, 'h', 'i', 0x1b}},
-		{"shipments", "shipping", "TIMEOUT", avro.Temporary, store.StateResent, []byte("done")},
+		{"orders", "billing", "DESERIALIZATION_FAILED", avro.Permanent, redrive.StatePermanent, []byte(`{"order":1}`)},
+		{"orders", "billing", "DESERIALIZATION_FAILED", avro.Permanent, redrive.StatePermanent, []byte("<script>alert(1)</script>")},
+		{"shipments", "shipping", "TIMEOUT", avro.Temporary, redrive.StateRetryPending, []byte{0x00, 0xff, 'h', 'i', 0x1b}},
+		{"shipments", "shipping", "TIMEOUT", avro.Temporary, redrive.StateResent, []byte("done")},
 	} {
 		f.ids = append(f.ids, testkit.InsertFailure(t, f.pool, testkit.FailureRow{
 			State: spec.state, Temporality: spec.temporality, Topic: spec.topic, ErrorCode: spec.code,
@@ -169,7 +171,7 @@ func startResender(t testing.TB, st *store.Store, cluster *testkit.Cluster) *res
 }
 
 // state returns the stored state of a failure.
-func (f *fixture) state(id uuid.UUID) store.State {
+func (f *fixture) state(id uuid.UUID) redrive.State {
 	f.t.Helper()
 	d, err := f.store.FailureByID(context.Background(), id)
 	if err != nil {

@@ -7,8 +7,9 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // groupsPage is the data of the group list.
@@ -52,7 +53,7 @@ func newGroupForm(v url.Values) groupForm {
 
 // groupRow is a group of the list with the links of its page and its failures.
 type groupRow struct {
-	store.GroupSummary
+	redrive.GroupSummary
 	Link, FailuresLink string
 	// Here is the list's address, where a saved edit returns.
 	Here string
@@ -84,7 +85,7 @@ func (h *handler) getGroups(w http.ResponseWriter, r *http.Request) {
 	here := r.URL.RequestURI()
 	for _, g := range page.Items {
 		p.Groups = append(p.Groups, groupRow{GroupSummary: g, Link: groupLink(g.ID),
-			FailuresLink: filterLink(store.Filter{GroupID: g.ID}), Here: here})
+			FailuresLink: filterLink(redrive.Filter{GroupID: g.ID}), Here: here})
 	}
 	p.Pager = newPager("/groups", base, cursor, parseHistory(q.Get(paramPrev)), page.Next)
 	h.render(w, r, http.StatusOK, "groups", "Groups", p)
@@ -97,7 +98,7 @@ func groupLink(id int64) string { return "/groups/" + strconv.FormatInt(id, 10) 
 type groupPage struct {
 	G *operator.GroupPageView
 	// Rows are the group's failures on this page, newest first.
-	Rows  []store.FailureSummary
+	Rows  []redrive.FailureSummary
 	Total string
 	Pager pager
 	// FailuresLink lists the group's failures on the list page (to filter further or act).
@@ -120,7 +121,7 @@ func (h *handler) getGroup(w http.ResponseWriter, r *http.Request) {
 	cursor := q.Get(paramCursor)
 	g, err := h.core.GroupPage(r.Context(), operator.GroupPageRequest{ID: id, Limit: h.cfg.PageSize, Cursor: cursor, Total: true})
 	switch {
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
 		return
 	case err != nil:
@@ -128,7 +129,7 @@ func (h *handler) getGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := groupPage{G: g, Rows: g.Failures.Items, Total: totalLabel(g.Failures.Total, g.Failures.TotalMore, "failure"),
-		FailuresLink: filterLink(store.Filter{GroupID: id}), Here: r.URL.RequestURI(), Updated: q.Get("updated") != ""}
+		FailuresLink: filterLink(redrive.Filter{GroupID: id}), Here: r.URL.RequestURI(), Updated: q.Get("updated") != ""}
 	p.Pager = newPager(groupLink(id), nil, cursor, parseHistory(q.Get(paramPrev)), g.Failures.Next)
 	p.CanOpenTicket = h.core.CanOpenTickets()
 	if g.Ticket != nil {
@@ -184,12 +185,12 @@ func (h *handler) postGroupTicket(w http.ResponseWriter, r *http.Request) {
 	}
 	_, err = h.core.OpenTicket(r.Context(), id, sessionFrom(r.Context()).principal.Name)
 	switch {
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no group with this id.")
 		return
-	case errors.Is(err, operator.ErrConflict), errors.Is(err, operator.ErrTracker), errors.Is(err, operator.ErrUnavailable):
+	case errors.Is(err, redrive.ErrConflict), errors.Is(err, redrive.ErrTracker), errors.Is(err, redrive.ErrUnavailable):
 		status := http.StatusConflict
-		if !errors.Is(err, operator.ErrConflict) {
+		if !errors.Is(err, redrive.ErrConflict) {
 			status = http.StatusBadGateway
 		}
 		h.renderError(w, r, status, "No ticket was opened: "+err.Error()+".")

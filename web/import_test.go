@@ -9,17 +9,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // exportFile returns the fixture's failures as an export writes them.
 func exportFile(t *testing.T, f *fixture) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if _, err := f.core.Export(context.Background(), store.Filter{}, operator.Reader{Principal: "ada", Payload: true},
+	if _, err := f.core.Export(context.Background(), redrive.Filter{}, operator.Reader{Principal: "ada", Payload: true},
 		func(l []byte) error { _, err := b.Write(l); return err }); err != nil {
 		t.Fatal(err)
 	}

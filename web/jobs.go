@@ -10,11 +10,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // Jobs: an action on a selection pinned by a preview, run in the background by the core's job
@@ -60,7 +61,7 @@ type jobPreviewPage struct {
 	DefaultRate, MaxRate int
 	Error                string
 	// Preview is the pinned job once previewed, with the Token that starts it (shown once).
-	Preview *store.Job
+	Preview *redrive.Job
 	Token   string
 }
 
@@ -141,10 +142,10 @@ func (h *handler) jobID(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool
 // not allow it) or an input error with the core's text, a missing job with 404.
 func (h *handler) jobRefused(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no job with this id.")
-	case errors.Is(err, operator.ErrConflict):
-		h.renderError(w, r, http.StatusConflict, "The job's state does not allow this: "+strings.TrimPrefix(err.Error(), operator.ErrConflict.Error()+": ")+".")
+	case errors.Is(err, redrive.ErrConflict):
+		h.renderError(w, r, http.StatusConflict, "The job's state does not allow this: "+strings.TrimPrefix(err.Error(), redrive.ErrConflict.Error()+": ")+".")
 	default:
 		h.refused(w, r, err)
 	}
@@ -227,12 +228,12 @@ type jobPage struct {
 	// Outcome filters Items; Outcomes links every filter.
 	Outcome  string
 	Outcomes []outcomeLink
-	Items    []store.JobItem
+	Items    []redrive.JobItem
 	// Next and First are the addresses of the next and first page of items.
 	Next, First string
 	// Audit holds the job's own audit entries (preview, start, pause, resume, cancel); the
 	// entries of the failures it changed, ItemAudit of them, show on each failure's page.
-	Audit     []store.AuditEntry
+	Audit     []redrive.AuditEntry
 	ItemAudit int
 	// Progress is the address of the job's progress as JSON, polled while it runs; P is that
 	// progress now, for the page's first rendering.
@@ -400,7 +401,7 @@ func (h *handler) jobProgress(j *operator.JobView) progressJSON {
 	if j.FinishedAt != nil {
 		f["finished"] = j.FinishedAt.UTC().Format(timeLayout)
 	}
-	return progressJSON{State: string(j.State), Running: j.State == store.JobRunning, Fields: f, Value: acted, Max: j.Total}
+	return progressJSON{State: string(j.State), Running: j.State == redrive.JobRunning, Fields: f, Value: acted, Max: j.Total}
 }
 
 // percentText renders part of whole in whole percent, rounded down: 100 only when done.
@@ -428,7 +429,7 @@ func (h *handler) getJobProgress(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := h.core.Job(r.Context(), id, reader(r))
 	switch {
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		http.Error(w, "no such job", http.StatusNotFound)
 		return
 	case err != nil:

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/auth"
@@ -39,7 +41,7 @@ func benchJobHandler(b *testing.B) (http.Handler, uuid.UUID) {
 	}
 	ctx := context.Background()
 	p, err := core.PreviewJob(ctx, operator.JobRequest{Action: operator.Close, Principal: "bench", Reason: "bench",
-		RateLimit: operator.MaxJobRate, Selection: operator.Selection{Filter: &store.Filter{Topic: "orders"}}})
+		RateLimit: operator.MaxJobRate, Selection: operator.Selection{Filter: &redrive.Filter{Topic: "orders"}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +60,7 @@ func benchJobHandler(b *testing.B) (http.Handler, uuid.UUID) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if j.State == store.JobDone {
+		if j.State == redrive.JobDone {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/chromedp"
+	"github.com/redrive/redrive"
 
-	"github.com/redrive/redrive/store"
+	"github.com/chromedp/chromedp"
 )
 
 // TestBrowserJob starts a job from the failure list in headless Chromium, lands on the job's
@@ -74,7 +74,7 @@ func TestBrowserJob(t *testing.T) {
 		t.Error("the page does not say to reload for the items")
 	}
 	for i := range 3 {
-		if st := f.state(f.ids[i]); st != store.StateClosed {
+		if st := f.state(f.ids[i]); st != redrive.StateClosed {
 			t.Errorf("failure %d is %s after the job", i, st)
 		}
 	}
@@ -112,11 +112,11 @@ func TestBrowserReactivation(t *testing.T) {
 		t.Fatalf("the run is %s", got)
 	}
 	eval[bool](t, ctx, `(window.redriveTestMark = true)`)
-	if err := f.store.RecordReactivationStep(context.Background(), store.ReactivationStep{ID: id, Read: 40, Reingested: 38, StillFailing: 2}); err != nil {
+	if err := f.store.RecordReactivationStep(context.Background(), redrive.ReactivationStep{ID: id, Read: 40, Reingested: 38, StillFailing: 2}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, ctx, "the read count to reach 40", `document.getElementById("run-read").textContent === "40" && document.getElementById("run-bar").value === 40`)
-	if _, err := f.store.FinishReactivation(context.Background(), id, store.ReactivationDone, ""); err != nil {
+	if _, err := f.store.FinishReactivation(context.Background(), id, redrive.ReactivationDone, ""); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, ctx, "the run to show DONE at 100 %",

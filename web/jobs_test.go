@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/auth"
@@ -42,7 +44,7 @@ func newJobsFixtureWith(t *testing.T, opts fixtureOptions, now func() time.Time)
 	t.Helper()
 	f := newFixtureWith(t, opts)
 	cfg := operator.Config{Store: f.store, MaxBulk: fixtureMaxBulk, Logger: quiet, DeadLetterTopic: jobsDeadLetterTopic,
-		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*store.Reactivation, error) {
+		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*redrive.Reactivation, error) {
 			run, _, err := f.store.StartReactivation(ctx, store.StartReactivationParams{Topic: jobsDeadLetterTopic,
 				Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow, StaleAfter: time.Hour})
 			return run, err
@@ -100,7 +102,7 @@ func (f *fixture) runJobs() {
 }
 
 // waitJob polls the job until it is in state, failing the test after a minute.
-func (f *fixture) waitJob(id uuid.UUID, state store.JobState) *operator.JobView {
+func (f *fixture) waitJob(id uuid.UUID, state redrive.JobState) *operator.JobView {
 	f.t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -198,7 +200,7 @@ func TestJobPreviewPinsAndStarts(t *testing.T) {
 		`id="pinned-rate">50 per second`, `incident INC-7 &lt;b&gt;cleanup&lt;/b&gt;`, `id="start-job"`)
 
 	// After the preview: a new failure matches the filter, and a pinned one is closed by hand.
-	late := testkit.InsertFailure(t, f.pool, testkit.FailureRow{State: store.StatePermanent, Topic: "orders"})
+	late := testkit.InsertFailure(t, f.pool, testkit.FailureRow{State: redrive.StatePermanent, Topic: "orders"})
 	if _, err := f.core.Act(context.Background(), operator.ActionRequest{Action: operator.Close, Principal: "olivia", Reason: "by hand",
 		Selection: operator.Selection{IDs: []uuid.UUID{f.ids[1]}}}); err != nil {
 		t.Fatal(err)
@@ -222,13 +224,13 @@ func TestJobPreviewPinsAndStarts(t *testing.T) {
 	}
 
 	f.runJobs()
-	f.waitJob(id, store.JobDone)
-	for i, want := range map[int]store.State{0: store.StateClosed, 1: store.StateClosed, 2: store.StateClosed, 3: store.StateResent} {
+	f.waitJob(id, redrive.JobDone)
+	for i, want := range map[int]redrive.State{0: redrive.StateClosed, 1: redrive.StateClosed, 2: redrive.StateClosed, 3: redrive.StateResent} {
 		if st := f.state(f.ids[i]); st != want {
 			t.Errorf("failure %d is %s, want %s", i, st, want)
 		}
 	}
-	if st := f.state(late); st != store.StatePermanent {
+	if st := f.state(late); st != redrive.StatePermanent {
 		t.Fatalf("the failure received after the preview is %s: the job acted on it", st)
 	}
 
@@ -303,11 +305,11 @@ func TestJobButtons(t *testing.T) {
 	if resp, _ := op.do("POST", "/jobs/"+id.String()+"/pause", url.Values{"csrf": {vtok}}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("pause with another session's token: %d", resp.StatusCode)
 	}
-	if j, _ := f.core.Job(context.Background(), id, operator.Reader{}); j.State != store.JobRunning {
+	if j, _ := f.core.Job(context.Background(), id, operator.Reader{}); j.State != redrive.JobRunning {
 		t.Fatalf("refused POSTs changed the job to %s", j.State)
 	}
 
-	step := func(op2 string, status int, state store.JobState) string {
+	step := func(op2 string, status int, state redrive.JobState) string {
 		t.Helper()
 		resp, body := op.do("POST", "/jobs/"+id.String()+"/"+op2, url.Values{"csrf": {tok}})
 		if resp.StatusCode != status {
@@ -321,20 +323,20 @@ func TestJobButtons(t *testing.T) {
 		}
 		return body
 	}
-	step("pause", http.StatusSeeOther, store.JobPaused)
+	step("pause", http.StatusSeeOther, redrive.JobPaused)
 	_, body = op.do("GET", "/jobs/"+id.String(), nil)
 	jobPageHas(t, "a paused job", body, `data-field="state">PAUSED`, `data-states="RUNNING" hidden>`, `data-states="PAUSED">`, `data-running="false"`)
-	body = step("pause", http.StatusConflict, store.JobPaused)
+	body = step("pause", http.StatusConflict, redrive.JobPaused)
 	jobPageHas(t, "a second pause", body, "is PAUSED: cannot pause")
-	step("resume", http.StatusSeeOther, store.JobRunning)
-	step("cancel", http.StatusSeeOther, store.JobCanceled)
-	step("resume", http.StatusConflict, store.JobCanceled)
+	step("resume", http.StatusSeeOther, redrive.JobRunning)
+	step("cancel", http.StatusSeeOther, redrive.JobCanceled)
+	step("resume", http.StatusConflict, redrive.JobCanceled)
 	_, body = op.do("GET", "/jobs/"+id.String(), nil)
 	jobPageHas(t, "a canceled job", body, `data-field="state">CANCELED`, "job_pause", "job_resume", "job_cancel", "olivia")
 	if strings.Contains(body, `<form method="post" action="/jobs/`+id.String()+`/cancel" class="inline" data-states="PREVIEW RUNNING PAUSED">`) {
 		t.Error("a canceled job offers a cancel")
 	}
-	if st := f.state(f.ids[0]); st != store.StatePermanent {
+	if st := f.state(f.ids[0]); st != redrive.StatePermanent {
 		t.Errorf("a job that never ran changed a failure to %s", st)
 	}
 }
@@ -501,14 +503,14 @@ func TestReactivationPage(t *testing.T) {
 		t.Fatalf("runs %v %v", runs, err)
 	}
 	id := runs.Items[0].ID
-	if err := f.store.RecordReactivationStep(context.Background(), store.ReactivationStep{ID: id, Read: 40, Reingested: 30, Duplicates: 5, StillFailing: 5}); err != nil {
+	if err := f.store.RecordReactivationStep(context.Background(), redrive.ReactivationStep{ID: id, Read: 40, Reingested: 30, Duplicates: 5, StillFailing: 5}); err != nil {
 		t.Fatal(err)
 	}
 	p := viewer.progress(loc + "/progress")
 	if !p.Running || p.Value != 40 || p.Max != 100 || p.Fields["percent"] != "40" || p.Fields["still_failing"] != "5" {
 		t.Fatalf("progress: %+v", p)
 	}
-	if _, err := f.store.FinishReactivation(context.Background(), id, store.ReactivationFailed, "brokers silent \u202e"); err != nil {
+	if _, err := f.store.FinishReactivation(context.Background(), id, redrive.ReactivationFailed, "brokers silent \u202e"); err != nil {
 		t.Fatal(err)
 	}
 	p = viewer.progress(loc + "/progress")
@@ -528,7 +530,7 @@ func TestReactivationPage(t *testing.T) {
 			t.Fatalf("another run: %d", resp.StatusCode)
 		}
 		runID, _ := strconv.ParseInt(strings.TrimPrefix(next, "/dead-letters/"), 10, 64)
-		if _, err := f.store.FinishReactivation(context.Background(), runID, store.ReactivationDone, ""); err != nil {
+		if _, err := f.store.FinishReactivation(context.Background(), runID, redrive.ReactivationDone, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -568,8 +570,8 @@ func TestJobRetryResends(t *testing.T) {
 		t.Fatalf("start: %d", resp.StatusCode)
 	}
 	f.runJobs()
-	f.waitJob(id, store.JobDone)
-	if st := f.state(f.ids[2]); st != store.StateResent {
+	f.waitJob(id, redrive.JobDone)
+	if st := f.state(f.ids[2]); st != redrive.StateResent {
 		t.Fatalf("the retried failure is %s", st)
 	}
 	msgs := f.kafka.ConsumeN(t, "shipments", 1, 30*time.Second)

@@ -7,11 +7,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // paramCursor is the query parameter of a list page's position.
@@ -32,7 +33,7 @@ type overviewPage struct {
 }
 
 type stateCount struct {
-	State store.State
+	State redrive.State
 	Count int64
 	Link  string
 }
@@ -51,7 +52,7 @@ type nameLink struct {
 }
 
 // openStates are the states of failures that still wait: the ones an operator can act on.
-var openStates = []store.State{store.StateRetryPending, store.StatePermanent}
+var openStates = []redrive.State{redrive.StateRetryPending, redrive.StatePermanent}
 
 // temporalities lists the temporalities, for the filter form and the overview.
 var temporalities = []avro.Temporality{avro.Temporary, avro.Permanent, avro.Unknown}
@@ -65,21 +66,21 @@ func (h *handler) getOverview(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, "overview", err)
 		return
 	}
-	p := overviewPage{Open: o.Open.Total, OpenLink: filterLink(store.Filter{States: openStates}), Total: o.Total,
+	p := overviewPage{Open: o.Open.Total, OpenLink: filterLink(redrive.Filter{States: openStates}), Total: o.Total,
 		OldestOpen: o.OldestOpen, Window: windowLabel(h.cfg.ChartWindow)}
-	for _, s := range store.States {
-		p.States = append(p.States, stateCount{State: s, Count: o.ByState[s], Link: filterLink(store.Filter{States: []store.State{s}})})
+	for _, s := range redrive.States {
+		p.States = append(p.States, stateCount{State: s, Count: o.ByState[s], Link: filterLink(redrive.Filter{States: []redrive.State{s}})})
 	}
 	for _, t := range temporalities {
 		p.Temporal = append(p.Temporal, temporalityCount{Temporality: t, Count: o.Open.ByTemporality[t],
-			Link: filterLink(store.Filter{States: openStates, Temporalities: []avro.Temporality{t}})})
+			Link: filterLink(redrive.Filter{States: openStates, Temporalities: []avro.Temporality{t}})})
 	}
 	for _, n := range o.TopTopics {
-		p.TopTopics = append(p.TopTopics, nameLink{Name: n.Name, Count: n.Count, Link: filterLink(store.Filter{States: openStates, Topic: n.Name})})
+		p.TopTopics = append(p.TopTopics, nameLink{Name: n.Name, Count: n.Count, Link: filterLink(redrive.Filter{States: openStates, Topic: n.Name})})
 	}
 	for _, n := range o.TopServices {
 		p.TopServices = append(p.TopServices, nameLink{Name: n.Name, Count: n.Count,
-			Link: filterLink(store.Filter{States: openStates, PublisherService: n.Name})})
+			Link: filterLink(redrive.Filter{States: openStates, PublisherService: n.Name})})
 	}
 	p.Chart = newChart(o.Buckets, width)
 	h.render(w, r, http.StatusOK, "overview", "Overview", p)
@@ -94,7 +95,7 @@ func windowLabel(d time.Duration) string {
 }
 
 // filterLink returns the address of the failure list filtered by f.
-func filterLink(f store.Filter) string {
+func filterLink(f redrive.Filter) string {
 	if q := operator.FilterValues(f).Encode(); q != "" {
 		return "/failures?" + q
 	}
@@ -104,10 +105,10 @@ func filterLink(f store.Filter) string {
 // failuresPage is the data of the failure list.
 type failuresPage struct {
 	Form   filterForm
-	States []store.State
+	States []redrive.State
 	Temps  []avro.Temporality
 	Error  string
-	Rows   []store.FailureSummary
+	Rows   []redrive.FailureSummary
 	// Filtered is true when a filter applies; Hidden carries it into the action form.
 	Filtered bool
 	Hidden   []hiddenField
@@ -120,7 +121,7 @@ type failuresPage struct {
 	// failures"); "" when the list could not be read.
 	Total string
 	// SourceFormats lists the source formats for the advanced search.
-	SourceFormats []store.SourceFormat
+	SourceFormats []redrive.SourceFormat
 	// ExportLink downloads the failures the filter selects as NDJSON.
 	ExportLink string
 	// PayloadSearch says the principal may search by key, key prefix, header value and
@@ -132,7 +133,7 @@ type failuresPage struct {
 type hiddenField struct{ Name, Value string }
 
 // hiddenFields returns the filter f as hidden form fields.
-func hiddenFields(f store.Filter) []hiddenField {
+func hiddenFields(f redrive.Filter) []hiddenField {
 	v := operator.FilterValues(f)
 	var out []hiddenField
 	for _, name := range operator.FilterParams {
@@ -145,7 +146,7 @@ func hiddenFields(f store.Filter) []hiddenField {
 
 func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := failuresPage{States: store.States, Temps: temporalities, SourceFormats: sourceFormats, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk(),
+	p := failuresPage{States: redrive.States, Temps: temporalities, SourceFormats: sourceFormats, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk(),
 		PayloadSearch: reader(r).Payload}
 	f, err := operator.ParseFilter(q)
 	if err != nil {
@@ -160,7 +161,7 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	p.Filtered = !f.IsZero()
 	p.Hidden = hiddenFields(f)
 	cursor := q.Get(paramCursor)
-	page, err := h.core.ListFailures(r.Context(), operator.ListRequest{Filter: f, Order: store.NewestFirst, Limit: h.cfg.PageSize,
+	page, err := h.core.ListFailures(r.Context(), operator.ListRequest{Filter: f, Order: redrive.NewestFirst, Limit: h.cfg.PageSize,
 		Cursor: cursor, Total: true, Reader: reader(r)})
 	if err != nil {
 		h.inputError(w, r, err, func(msg string) {
@@ -230,7 +231,7 @@ func (h *handler) getFailure(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := h.core.Failure(r.Context(), id, reader(r))
 	switch {
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
 		return
 	case err != nil:
@@ -243,7 +244,7 @@ func (h *handler) getFailure(w http.ResponseWriter, r *http.Request) {
 		Value:      newBytesView(f.Value, false, limit),
 		Key:        newBytesView(f.Key, f.Key == nil, limit),
 		Actionable: f.State.Resendable(),
-		GroupLink:  filterLink(store.Filter{GroupID: f.GroupID}),
+		GroupLink:  filterLink(redrive.Filter{GroupID: f.GroupID}),
 	}
 	p.Hidden, p.Masked = f.PayloadHidden, f.Masked
 	if p.Hidden == "" {
@@ -275,13 +276,13 @@ func (h *handler) getPayload(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := h.core.Payload(r.Context(), id, part, reader(r), "download")
 	switch {
-	case errors.Is(err, operator.ErrPayloadForbidden):
+	case errors.Is(err, redrive.ErrPayloadForbidden):
 		h.renderError(w, r, http.StatusForbidden, "Your role does not include reading payloads: "+operator.HiddenReason+".")
 		return
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
 		return
-	case errors.Is(err, operator.ErrNullPart):
+	case errors.Is(err, redrive.ErrNullPart):
 		h.renderError(w, r, http.StatusNotFound, "The key of this failure is null.")
 		return
 	case err != nil:

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/auth"
-	"github.com/redrive/redrive/store"
 )
 
 func TestFiltersNarrowTheList(t *testing.T) {
@@ -171,7 +172,7 @@ func TestGroups(t *testing.T) {
 		t.Fatalf("unknown group: %d", resp.StatusCode)
 	}
 	// The core's rules: the ticket is bounded, and an edit needs a field.
-	resp, body = c.do("POST", "/groups/"+g, map[string][]string{"csrf": {tok}, "ticket": {strings.Repeat("x", store.MaxTicketLen+1)}})
+	resp, body = c.do("POST", "/groups/"+g, map[string][]string{"csrf": {tok}, "ticket": {strings.Repeat("x", redrive.MaxTicketLen+1)}})
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "ticket: ") {
 		t.Fatalf("long ticket: %d", resp.StatusCode)
 	}
@@ -205,9 +206,9 @@ func TestOverview(t *testing.T) {
 func TestChart(t *testing.T) {
 	t.Parallel()
 	since := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
-	var buckets []store.TimeBucket
+	var buckets []redrive.TimeBucket
 	for i := range 4 {
-		buckets = append(buckets, store.TimeBucket{Start: since.Add(time.Duration(i) * time.Hour)})
+		buckets = append(buckets, redrive.TimeBucket{Start: since.Add(time.Duration(i) * time.Hour)})
 	}
 	buckets[2].Count = 9
 	c := newChart(buckets, time.Hour)

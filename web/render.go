@@ -11,10 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // pageNames are the templates under templates/ that render a whole page; every other file
@@ -172,14 +173,14 @@ var funcs = template.FuncMap{
 	"isTime":    func(v any) bool { _, ok := asTime(v); return ok },
 	"ticketURL": ticketURL,
 	"visible":   visible,
-	"stateClass": func(s store.State) string {
+	"stateClass": func(s redrive.State) string {
 		return "state state-" + strings.ToLower(strings.ReplaceAll(string(s), "_", "-"))
 	},
 	"bytes":        byteSize,
 	"add":          func(a, b int) int { return a + b },
 	"maxReasonLen": func() int { return operator.MaxReasonLen },
-	"maxTicketLen": func() int { return store.MaxTicketLen },
-	"maxNoteLen":   func() int { return store.MaxNoteLen },
+	"maxTicketLen": func() int { return redrive.MaxTicketLen },
+	"maxNoteLen":   func() int { return redrive.MaxNoteLen },
 	// Triage at scale: counts with thousands separators, positions that may be unknown,
 	// clipped stored text (clip before visible).
 	"thousands": thousands,

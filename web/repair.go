@@ -9,12 +9,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // maxUpload bounds an uploaded value: what a posted form may carry.
@@ -57,7 +58,7 @@ type repairPage struct {
 
 // revisionView is one revision with its line diff against the original value.
 type revisionView struct {
-	store.Revision
+	redrive.Revision
 	Diff     []diffLine
 	DiffNote string
 }
@@ -81,7 +82,7 @@ func (h *handler) repairFailure(w http.ResponseWriter, r *http.Request) (*operat
 	}
 	f, err := h.core.Failure(r.Context(), id, reader(r))
 	switch {
-	case errors.Is(err, operator.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		h.renderError(w, r, http.StatusNotFound, "There is no failure with this id.")
 		return nil, false
 	case err != nil:
@@ -184,7 +185,7 @@ func (h *handler) postRepair(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.As(err, &ie):
 			problem = sentence(ie.Error())
-		case errors.Is(err, operator.ErrConflict), errors.Is(err, operator.ErrUnavailable):
+		case errors.Is(err, redrive.ErrConflict), errors.Is(err, redrive.ErrUnavailable):
 			problem = sentence(err.Error())
 		case err != nil && res == nil:
 			h.serverError(w, r, "repair", err)

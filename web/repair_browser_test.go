@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // The repair form as the browser renders and submits it (multipart, with the CSRF token in
@@ -44,7 +45,7 @@ func TestBrowserRepair(t *testing.T) {
 		if string(rec[0].Value) != `{"order": 7}` {
 			t.Errorf("resent value = %q", rec[0].Value)
 		}
-		if st := f.state(f.ids[0]); st != store.StateResent {
+		if st := f.state(f.ids[0]); st != redrive.StateResent {
 			t.Errorf("state after the repair = %s, want RESENT", st)
 		}
 	})

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 func TestRepairPage(t *testing.T) {
@@ -57,7 +58,7 @@ func TestRepairPage(t *testing.T) {
 	_, body = op.do("GET", loc, nil)
 	mustContain(t, "repair result", body, `class="shown"`, "fix the order", `<span class="diff-del">- {&#34;order&#34;:1}</span>`,
 		`<span class="diff-add">&#43;   &#34;order&#34;: 2</span>`, "olivia")
-	if st := f.state(f.ids[0]); st != store.StateResent {
+	if st := f.state(f.ids[0]); st != redrive.StateResent {
 		t.Errorf("state after the repair = %s, want resent", st)
 	}
 	rec := f.kafka.ConsumeN(t, "orders", 1, 30*time.Second)

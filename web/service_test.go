@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -263,7 +265,7 @@ func (s *service) waitFor(what string, cond func() bool) {
 }
 
 // state returns the stored state of a failure.
-func (s *service) state(id uuid.UUID) store.State {
+func (s *service) state(id uuid.UUID) redrive.State {
 	s.t.Helper()
 	d, err := s.store.FailureByID(context.Background(), id)
 	if err != nil {

@@ -3,8 +3,9 @@ package web
 import (
 	"strconv"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // totalLabel says how many things a list holds: "1 failure", "1,234 failures", or "more than
@@ -41,7 +42,7 @@ func thousands(n int64) string {
 	return string(out)
 }
 
-// position writes a partition or offset, "unknown" for store.UnknownPosition (a source that
+// position writes a partition or offset, "unknown" for redrive.UnknownPosition (a source that
 // does not tell it) and "" for a nil pointer.
 func position(v any) string {
 	var n int64
@@ -63,7 +64,7 @@ func position(v any) string {
 	default:
 		return ""
 	}
-	if n == store.UnknownPosition {
+	if n == redrive.UnknownPosition {
 		return "unknown"
 	}
 	return strconv.FormatInt(n, 10)

@@ -3,7 +3,7 @@ package web
 import (
 	"testing"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 func TestTotalsAndPositions(t *testing.T) {
@@ -26,12 +26,12 @@ func TestTotalsAndPositions(t *testing.T) {
 			t.Errorf("thousands(%d) = %q", v, got)
 		}
 	}
-	p32, p64 := int32(3), int64(store.UnknownPosition)
+	p32, p64 := int32(3), int64(redrive.UnknownPosition)
 	for _, c := range []struct {
 		v    any
 		want string
 	}{
-		{int32(store.UnknownPosition), "unknown"}, {int64(store.UnknownPosition), "unknown"}, {int32(0), "0"}, {int64(42), "42"},
+		{int32(redrive.UnknownPosition), "unknown"}, {int64(redrive.UnknownPosition), "unknown"}, {int32(0), "0"}, {int64(42), "42"},
 		{&p32, "3"}, {&p64, "unknown"}, {(*int32)(nil), ""}, {"x", ""},
 	} {
 		if got := position(c.v); got != c.want {

@@ -14,11 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // act posts an action and, when the server redirects to the result page (post/redirect/get),
@@ -223,7 +224,7 @@ func TestPostRedirectGet(t *testing.T) {
 		t.Fatalf("close: %d to %q", resp.StatusCode, loc)
 	}
 	audits := f.auditCount()
-	if audits != 1 || f.state(f.ids[0]) != store.StateClosed {
+	if audits != 1 || f.state(f.ids[0]) != redrive.StateClosed {
 		t.Fatalf("after the close: %d audit entries, state %s", audits, f.state(f.ids[0]))
 	}
 	var first string
@@ -368,7 +369,7 @@ func TestOpenTicketFromGroupPage(t *testing.T) {
 	t.Parallel()
 	fail := false
 	f := newFixtureWith(t, fixtureOptions{core: func(c *operator.Config) {
-		c.OpenTicket = func(_ context.Context, g *store.Group) (string, error) {
+		c.OpenTicket = func(_ context.Context, g *redrive.Group) (string, error) {
 			if fail {
 				return "", errors.New("Jira answered 503 Service Unavailable")
 			}

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/resend"
-	"github.com/redrive/redrive/store"
 )
 
 // TestBrowser drives headless Chromium against the service on a database seeded through the
@@ -112,7 +113,7 @@ func TestBrowser(t *testing.T) {
 		}
 		screenshot(t, ctx, "confirm.png")
 		clickAndWait(t, ctx, "#cancel")
-		if n := countState(t, s, store.StateResent); n != 0 {
+		if n := countState(t, s, redrive.StateResent); n != 0 {
 			t.Fatalf("a cancelled action resent %d failures", n)
 		}
 
@@ -132,7 +133,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("closed %s, want 2", got)
 		}
 		for _, id := range ids {
-			if st := s.state(mustUUID(t, id)); st != store.StateClosed {
+			if st := s.state(mustUUID(t, id)); st != redrive.StateClosed {
 				t.Errorf("%s is %s after the bulk close", id, st)
 			}
 		}
@@ -284,7 +285,7 @@ func TestBrowser(t *testing.T) {
 		if got := text(t, ctx, "#confirm-error"); !strings.Contains(got, "reason: required") {
 			t.Fatalf("server-side check: %q", got)
 		}
-		if st := s.state(id); st != store.StatePermanent {
+		if st := s.state(id); st != redrive.StatePermanent {
 			t.Fatalf("closed without a reason: %s", st)
 		}
 		do(t, ctx, chromedp.SendKeys(chromedp.ID("reason"), "OrderCancelled is handled by the cancellation service"))
@@ -304,7 +305,7 @@ func TestBrowser(t *testing.T) {
 			Scan(&action, &principal, &reason); err != nil {
 			t.Fatal(err)
 		}
-		if action != store.AuditActionClose || principal != "token:olivia" || reason != "OrderCancelled is handled by the cancellation service" {
+		if action != redrive.AuditActionClose || principal != "token:olivia" || reason != "OrderCancelled is handled by the cancellation service" {
 			t.Fatalf("audit_log row: %s %s %q", action, principal, reason)
 		}
 	})
@@ -331,7 +332,7 @@ func TestBrowser(t *testing.T) {
 		if status != http.StatusForbidden {
 			t.Fatalf("forged retry by a viewer: %v", status)
 		}
-		if st := s.state(s.seeded["viewer"].id); st != store.StatePermanent {
+		if st := s.state(s.seeded["viewer"].id); st != redrive.StatePermanent {
 			t.Fatalf("the viewer's forged retry changed the state to %s", st)
 		}
 	})
@@ -355,7 +356,7 @@ func TestBrowser(t *testing.T) {
 		if got := text(t, ctx, "#error-message"); !strings.Contains(got, "did not come from this site") && !strings.Contains(got, "sign in") {
 			t.Fatalf("forged POST answered %q", got)
 		}
-		if st := s.state(s.seeded["viewer"].id); st != store.StatePermanent {
+		if st := s.state(s.seeded["viewer"].id); st != redrive.StatePermanent {
 			t.Fatalf("the forged retry changed the state to %s", st)
 		}
 	})
@@ -436,7 +437,7 @@ func TestBrowser(t *testing.T) {
 	})
 }
 
-func countState(t *testing.T, s *service, st store.State) int {
+func countState(t *testing.T, s *service, st redrive.State) int {
 	t.Helper()
 	var n int
 	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FROM failures WHERE state = $1`, string(st)).Scan(&n); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/testkit"
@@ -38,7 +40,7 @@ func TestVisible(t *testing.T) {
 		{(*string)(nil), ""},
 		{nil, ""},
 		{[]byte("b\u202e"), "b⟨U+202E⟩"},
-		{operator.Outcome("not\u200bfound"), "not⟨U+200B⟩found"},
+		{redrive.Outcome("not\u200bfound"), "not⟨U+200B⟩found"},
 		{42, "42"},
 	} {
 		if got := visible(tc.in); got != tc.want {

@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // The embedded templates and static files.
@@ -103,8 +104,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PageSize == 0 {
 		c.PageSize = DefaultPageSize
 	}
-	if c.PageSize < 1 || c.PageSize > store.MaxListLimit {
-		bad("PageSize %d is not between 1 and %d", c.PageSize, store.MaxListLimit)
+	if c.PageSize < 1 || c.PageSize > redrive.MaxListLimit {
+		bad("PageSize %d is not between 1 and %d", c.PageSize, redrive.MaxListLimit)
 	}
 	if c.ChartWindow == 0 {
 		c.ChartWindow = DefaultChartWindow
