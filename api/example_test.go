@@ -7,12 +7,11 @@ import (
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 func ExampleNew() {
-	var st *store.Store // from store.New
-	core, err := operator.New(operator.Config{Store: st})
+	var cfg operator.Config // cfg.Store from store.New, cfg.Resender from resend.New
+	core, err := operator.New(cfg)
 	if err != nil {
 		log.Fatal(err) // e.g. "invalid config: Store is required"
 	}

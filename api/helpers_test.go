@@ -23,9 +23,9 @@ import (
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
-	"github.com/redrive/redrive/store"
 )
 
 // Tokens of the test server, one per role.
@@ -41,7 +41,7 @@ const (
 type env struct {
 	t       *testing.T
 	pool    *pgxpool.Pool
-	store   *store.Store
+	store   *storekit.Store
 	handler http.Handler
 	core    *operator.Core
 	auth    *auth.Authenticator
@@ -80,10 +80,7 @@ func testTokens(t testing.TB) []auth.Token {
 func newEnv(t *testing.T, mod func(*setup)) *env {
 	t.Helper()
 	pool := testkit.Postgres(t)
-	s, err := store.New(store.Config{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := storekit.New(t, pool)
 	e := &env{t: t, pool: pool, store: s}
 	su := setup{
 		Core: operator.Config{Store: s, StatsMaxAge: time.Nanosecond},
@@ -115,7 +112,7 @@ func newEnv(t *testing.T, mod func(*setup)) *env {
 
 // startResender runs a resend scheduler (no automatic rounds) over a fresh in-process Kafka
 // with the topics "orders" and failingTopic, whose produce requests always fail.
-func (e *env) startResender(s *store.Store) *resend.Resender {
+func (e *env) startResender(s *storekit.Store) *resend.Resender {
 	t := e.t
 	e.cluster = testkit.Kafka(t)
 	e.cluster.CreateTopic(t, "orders", 1)

@@ -17,9 +17,9 @@ import (
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
+	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 type jobView struct {
@@ -192,15 +192,14 @@ func TestNotificationsLogIsForAdmins(t *testing.T) {
 // its progress; bad input changes nothing.
 func TestReactivationAPI(t *testing.T) {
 	t.Parallel()
-	var st *store.Store
+	var st *storekit.Store
 	e := newEnv(t, func(s *setup) {
 		s.NoResender = true
 		st = s.Core.Store
 		s.Core.DeadLetterTopic = "redrive.dlt"
 		s.Core.Reactivate = func(ctx context.Context, r operator.ReactivateRequest) (*redrive.Reactivation, error) {
-			run, _, err := s.Core.Store.StartReactivation(ctx, store.StartReactivationParams{Topic: "redrive.dlt",
-				Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow, StaleAfter: time.Hour})
-			return run, err
+			return storekit.StartReactivation(ctx, s.Core.Store, storekit.Reactivation{Topic: "redrive.dlt",
+				Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow})
 		}
 	})
 	for _, bad := range []string{`{}`, `{"limit": 5, "up_to_now": true}`, `{"limit": -1}`, `{"limit": "5"}`, `{"up_to_now": true, "Up_To_Now": true}`} {

@@ -15,8 +15,8 @@ import (
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // benchHandler is the UI over the operator core on a fresh database holding n failures whose
@@ -25,10 +25,7 @@ import (
 func benchHandler(b *testing.B, n, size int) (http.Handler, []uuid.UUID) {
 	b.Helper()
 	pool := testkit.Postgres(b)
-	st, err := store.New(store.Config{Pool: pool})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := storekit.New(b, pool)
 	rnd := rand.New(rand.NewPCG(1, 2))
 	base := time.Now().Add(-time.Hour)
 	ids := make([]uuid.UUID, n)

@@ -24,9 +24,9 @@ import (
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
-	"github.com/redrive/redrive/store"
 )
 
 const (
@@ -47,7 +47,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 type fixture struct {
 	t       *testing.T
 	pool    *pgxpool.Pool
-	store   *store.Store
+	store   *storekit.Store
 	core    *operator.Core
 	handler http.Handler
 	srv     *httptest.Server
@@ -76,9 +76,7 @@ func newFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 	t.Helper()
 	f := &fixture{t: t, pool: testkit.Postgres(t)}
 	var err error
-	if f.store, err = store.New(store.Config{Pool: f.pool}); err != nil {
-		t.Fatal(err)
-	}
+	f.store = storekit.New(t, f.pool)
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for i, spec := range []struct {
 		topic, service, code string
@@ -148,7 +146,7 @@ func newFixtureWith(t *testing.T, opts fixtureOptions) *fixture {
 
 // startResender returns the manual resender of a scheduler on cluster that only resends on
 // request, running until the test ends.
-func startResender(t testing.TB, st *store.Store, cluster *testkit.Cluster) *resend.Resender {
+func startResender(t testing.TB, st *storekit.Store, cluster *testkit.Cluster) *resend.Resender {
 	t.Helper()
 	sched, err := resend.New(resend.Config{
 		Store: st, Brokers: cluster.Bootstrap(), ServiceName: "redrive-web-test",

@@ -14,9 +14,9 @@ import (
 
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // benchJobItems is the size of the benchmarks' job.
@@ -27,10 +27,7 @@ const benchJobItems = 5000
 func benchJobHandler(b *testing.B) (http.Handler, uuid.UUID) {
 	b.Helper()
 	pool := testkit.Postgres(b)
-	st, err := store.New(store.Config{Pool: pool})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := storekit.New(b, pool)
 	base := time.Now().Add(-time.Hour)
 	for i := range benchJobItems {
 		testkit.InsertFailure(b, pool, testkit.FailureRow{Topic: "orders", CreatedAt: base.Add(time.Duration(i) * time.Millisecond)})

@@ -21,9 +21,9 @@ import (
 
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // adminToken is the jobs fixture's admin, who may reactivate the dead-letter topic.
@@ -45,9 +45,8 @@ func newJobsFixtureWith(t *testing.T, opts fixtureOptions, now func() time.Time)
 	f := newFixtureWith(t, opts)
 	cfg := operator.Config{Store: f.store, MaxBulk: fixtureMaxBulk, Logger: quiet, DeadLetterTopic: jobsDeadLetterTopic,
 		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*redrive.Reactivation, error) {
-			run, _, err := f.store.StartReactivation(ctx, store.StartReactivationParams{Topic: jobsDeadLetterTopic,
-				Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow, StaleAfter: time.Hour})
-			return run, err
+			return storekit.StartReactivation(ctx, f.store, storekit.Reactivation{Topic: jobsDeadLetterTopic,
+				Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow})
 		}}
 	if opts.resend {
 		f.resender = startResender(t, f.store, f.kafka)

@@ -19,9 +19,9 @@ import (
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/intake"
 	"github.com/redrive/redrive/internal/testkit"
+	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
-	"github.com/redrive/redrive/store"
 )
 
 // Topics of the test service.
@@ -50,7 +50,7 @@ type service struct {
 	t        *testing.T
 	kafka    *testkit.Cluster
 	pool     *pgxpool.Pool
-	store    *store.Store
+	store    *storekit.Store
 	codec    *avro.Codec
 	sched    *resend.Scheduler
 	srv      *httptest.Server
@@ -74,9 +74,7 @@ func newService(t *testing.T) *service {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var err error
-	if s.store, err = store.New(store.Config{Pool: s.pool}); err != nil {
-		t.Fatal(err)
-	}
+	s.store = storekit.New(t, s.pool)
 	if s.codec, err = avro.NewCodec(avro.Config{}); err != nil {
 		t.Fatal(err)
 	}
