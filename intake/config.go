@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -112,7 +114,7 @@ type Config struct {
 func (c Config) sources() []Source {
 	out := make([]Source, 0, len(c.Sources)+1)
 	if c.Topic != "" {
-		out = append(out, Source{Format: store.SourceMPFE, Topic: c.Topic})
+		out = append(out, Source{Format: redrive.SourceMPFE, Topic: c.Topic})
 	}
 	return append(out, c.Sources...)
 }

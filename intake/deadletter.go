@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // truncatedKeep is how many bytes of the value and of the key a dead-letter event keeps at
@@ -38,13 +39,13 @@ func (in *Intake) wrap(r *record, keep int) *avro.Event {
 	if m.TopicPartition.Topic != nil {
 		topic = *m.TopicPartition.Topic
 	}
-	pos := store.TopicPartitionOffset(topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))
+	pos := redrive.TopicPartitionOffset(topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))
 	value, key := m.Value, m.Key
 	if len(value) == 0 {
 		value = []byte(avro.EmptyContent)
 	}
 	desc := fmt.Sprintf("record %s of the error topic is not a valid MessageProcessingFailedEvent (check: %s)", pos, r.check)
-	if r.format != store.SourceMPFE && r.format != "" {
+	if r.format != redrive.SourceMPFE && r.format != "" {
 		desc = fmt.Sprintf("record %s of the %s dead-letter topic cannot be read as a %s record (check: %s)", pos, r.format, r.format, r.check)
 	}
 	var headers []avro.Header

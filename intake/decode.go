@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry/rest"
 
@@ -35,7 +37,7 @@ type record struct {
 	// prep is the valid failure, validated once (store.Prepare).
 	prep store.Prepared
 	// format is the format of the record's source.
-	format store.SourceFormat
+	format redrive.SourceFormat
 	// check and err say why the record is not valid; empty for a valid one.
 	check string
 	err   error
@@ -55,7 +57,7 @@ func (in *Intake) decode(msg *kafka.Message) *record {
 	topic := deref(msg.TopicPartition.Topic)
 	src := in.sources[topic]
 	if src == nil {
-		r := &record{msg: msg, format: store.SourceMPFE}
+		r := &record{msg: msg, format: redrive.SourceMPFE}
 		r.reject(checkSource, fmt.Errorf("topic %q is not a configured source", topic))
 		return r
 	}
@@ -64,7 +66,7 @@ func (in *Intake) decode(msg *kafka.Message) *record {
 
 // decodeSource decodes msg, a record of src's topic.
 func decodeSource(src *Source, codec *avro.Codec, msg *kafka.Message, now time.Time) *record {
-	if src.Format == store.SourceMPFE {
+	if src.Format == redrive.SourceMPFE {
 		return decodeMPFE(codec, msg)
 	}
 	r := &record{msg: msg, format: src.Format}
@@ -103,7 +105,7 @@ func dltRecordOf(msg *kafka.Message) *dltRecord {
 
 // decodeMPFE turns a record of an error topic into a prepared failure, or marks it bad.
 func decodeMPFE(codec *avro.Codec, msg *kafka.Message) *record {
-	r := &record{msg: msg, format: store.SourceMPFE}
+	r := &record{msg: msg, format: redrive.SourceMPFE}
 	topic := deref(msg.TopicPartition.Topic)
 	e, err := codec.DecodeEvent(topic, msg.Value)
 	if err != nil {
@@ -132,7 +134,7 @@ func decodeMPFE(codec *avro.Codec, msg *kafka.Message) *record {
 	}
 	p, err := store.Prepare(store.Incoming{
 		Event: e, Headers: hs, ValueNull: valueNull,
-		Source: store.Source{Format: store.SourceMPFE, Topic: topic, Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset)},
+		Source: redrive.Source{Format: redrive.SourceMPFE, Topic: topic, Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset)},
 	})
 	if err != nil {
 		r.reject(checkData, err)

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // Spring Kafka's DeadLetterPublishingRecoverer headers (KafkaHeaders.DLT_*).
@@ -38,8 +39,8 @@ var springWrappers = map[string]bool{
 // dead-lettered more than once it carries the set more than once: the last occurrence of each
 // header describes the latest failure, and the earlier exceptions become details.
 func parseSpring(hs []avro.Header) (failureInfo, error) {
-	h := newHeaders(store.SourceSpring, hs)
-	fi := failureInfo{partition: store.UnknownPosition, offset: store.UnknownPosition}
+	h := newHeaders(redrive.SourceSpring, hs)
+	fi := failureInfo{partition: redrive.UnknownPosition, offset: redrive.UnknownPosition}
 	var err error
 	var ok bool
 	if fi.topic, ok, err = h.topic(springTopic); err != nil {
@@ -118,8 +119,8 @@ const (
 // parseConnect reads the context headers of a Kafka Connect sink dead-letter record. A record
 // without them (errors.deadletterqueue.context.headers.enable=false) has an unknown origin.
 func parseConnect(hs []avro.Header) (failureInfo, error) {
-	h := newHeaders(store.SourceConnect, hs)
-	fi := failureInfo{partition: store.UnknownPosition, offset: store.UnknownPosition}
+	h := newHeaders(redrive.SourceConnect, hs)
+	fi := failureInfo{partition: redrive.UnknownPosition, offset: redrive.UnknownPosition}
 	var err error
 	var ok bool
 	if fi.topic, ok, err = h.topic(connectTopic); err != nil {
@@ -163,8 +164,8 @@ const (
 // parseStreams reads the headers of a Kafka Streams dead-letter record. Kafka Streams does not
 // copy the original record's headers: they cannot be recovered.
 func parseStreams(hs []avro.Header) (failureInfo, error) {
-	h := newHeaders(store.SourceStreams, hs)
-	fi := failureInfo{partition: store.UnknownPosition, offset: store.UnknownPosition}
+	h := newHeaders(redrive.SourceStreams, hs)
+	fi := failureInfo{partition: redrive.UnknownPosition, offset: redrive.UnknownPosition}
 	var err error
 	var ok bool
 	if fi.topic, ok, err = h.topic(streamsTopic); err != nil {

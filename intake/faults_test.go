@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,11 +83,11 @@ func TestIntakeBadRecordsToDeadLetterTopic(t *testing.T) {
 			t.Errorf("dead-letter key %+v, %v; want the idempotenceId", k, err)
 		}
 		ref := ev.References.Message
-		byPos[store.TopicPartitionOffset(ref.TopicName, ref.Partition, ref.Offset)] = ev
+		byPos[redrive.TopicPartitionOffset(ref.TopicName, ref.Partition, ref.Offset)] = ev
 	}
 	for i, check := range checks {
 		m := delivered[i]
-		pos := store.TopicPartitionOffset(errorTopic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))
+		pos := redrive.TopicPartitionOffset(errorTopic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))
 		ev := byPos[pos]
 		if ev == nil {
 			t.Errorf("%s: no dead-letter event for %s", check, pos)

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
@@ -23,7 +25,7 @@ var ErrBadHeader = errors.New("bad dead-letter header")
 // It wraps ErrBadHeader.
 type HeaderError struct {
 	// Format is the source's format.
-	Format store.SourceFormat
+	Format redrive.SourceFormat
 	// Header is the header's name.
 	Header string
 	// Reason says what is wrong with it.
@@ -44,7 +46,7 @@ var foreignNamespace = uuid.MustParse("5b1f0c7e-2d4a-4c8e-9f3b-7a6e1d2c9b10")
 
 // foreignIdentity returns the idempotenceId of the failure read from format's topic at
 // partition and offset.
-func foreignIdentity(format store.SourceFormat, topic string, partition int32, offset int64) string {
+func foreignIdentity(format redrive.SourceFormat, topic string, partition int32, offset int64) string {
 	name := string(format) + "\x00" + topic + "\x00" + strconv.FormatInt(int64(partition), 10) + "\x00" + strconv.FormatInt(offset, 10)
 	return uuid.NewSHA1(foreignNamespace, []byte(name)).String()
 }
@@ -63,7 +65,7 @@ type dltRecord struct {
 // failureInfo is what a foreign dead-letter record says about its failure.
 type failureInfo struct {
 	// topic, partition and offset locate the original record; topic "" means unknown, and
-	// partition and offset are store.UnknownPosition when the record does not tell.
+	// partition and offset are redrive.UnknownPosition when the record does not tell.
 	topic     string
 	partition int32
 	offset    int64
@@ -79,11 +81,11 @@ type failureInfo struct {
 
 // headers gives the values of a record's headers by name, in order.
 type headers struct {
-	format store.SourceFormat
+	format redrive.SourceFormat
 	byName map[string][][]byte
 }
 
-func newHeaders(format store.SourceFormat, hs []avro.Header) headers {
+func newHeaders(format redrive.SourceFormat, hs []avro.Header) headers {
 	h := headers{format: format, byName: make(map[string][][]byte)}
 	for _, x := range hs {
 		h.byName[x.Name] = append(h.byName[x.Name], x.Value)
@@ -218,14 +220,14 @@ func (s *Source) parseForeign(r *dltRecord) (failureInfo, error) {
 	var fi failureInfo
 	var err error
 	switch s.Format {
-	case store.SourceSpring:
+	case redrive.SourceSpring:
 		fi, err = parseSpring(r.Headers)
-	case store.SourceConnect:
+	case redrive.SourceConnect:
 		fi, err = parseConnect(r.Headers)
-	case store.SourceStreams:
+	case redrive.SourceStreams:
 		fi, err = parseStreams(r.Headers)
-	case store.SourceRaw:
-		fi = failureInfo{partition: store.UnknownPosition, offset: store.UnknownPosition}
+	case redrive.SourceRaw:
+		fi = failureInfo{partition: redrive.UnknownPosition, offset: redrive.UnknownPosition}
 	default:
 		return fi, fmt.Errorf("source format %q is not a foreign dead-letter format", s.Format)
 	}
@@ -244,13 +246,13 @@ func (s *Source) parseForeign(r *dltRecord) (failureInfo, error) {
 }
 
 // originHeader names the header that holds the original topic in format.
-func originHeader(format store.SourceFormat) string {
+func originHeader(format redrive.SourceFormat) string {
 	switch format {
-	case store.SourceSpring:
+	case redrive.SourceSpring:
 		return springTopic
-	case store.SourceConnect:
+	case redrive.SourceConnect:
 		return connectTopic + " (context headers: errors.deadletterqueue.context.headers.enable=true)"
-	case store.SourceStreams:
+	case redrive.SourceStreams:
 		return streamsTopic
 	}
 	return "(none: raw records carry no origin)"
@@ -295,7 +297,7 @@ func (s *Source) foreignIncoming(r *dltRecord, now time.Time) (store.Incoming, e
 	if fi.exception != "" && code != simpleClassName(fi.exception) {
 		details = append(details, "exception "+fi.exception)
 	}
-	if s.Format == store.SourceStreams {
+	if s.Format == redrive.SourceStreams {
 		details = append(details, "Kafka Streams does not keep the original headers: a resend has none of them")
 	}
 	desc := strings.Join(details, "; ")
@@ -330,6 +332,6 @@ func (s *Source) foreignIncoming(r *dltRecord, now time.Time) (store.Incoming, e
 		Event:     e,
 		Headers:   r.Headers,
 		ValueNull: r.Value == nil,
-		Source:    store.Source{Format: s.Format, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
+		Source:    redrive.Source{Format: s.Format, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
 	}, nil
 }

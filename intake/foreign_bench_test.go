@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/store"
 )
@@ -11,7 +13,7 @@ import (
 // BenchmarkForeignIncoming measures the mapping of one Spring dead-letter record (header
 // parsing, stack-trace hash, event) and its validation, as the intake's poller does it.
 func BenchmarkForeignIncoming(b *testing.B) {
-	src := Source{Format: store.SourceSpring, Topic: "orders.DLT", hashes: &traceHashes{}}
+	src := Source{Format: redrive.SourceSpring, Topic: "orders.DLT", hashes: &traceHashes{}}
 	f := springFailure{topic: "orders", partition: 3, offset: 77, timestamp: 1, group: "order-service",
 		fqcn: "org.springframework.kafka.listener.ListenerExecutionFailedException", causeFQCN: "java.lang.IllegalStateException",
 		message: "could not process the order", trace: javaTrace}

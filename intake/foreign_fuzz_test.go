@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/avro"
@@ -83,11 +85,11 @@ func FuzzForeignRecord(f *testing.F) {
 		f.Add(encodeFuzzHeaders(hs), []byte("value"))
 	}
 	sources := []Source{
-		{Format: store.SourceSpring, Topic: "s.DLT"},
-		{Format: store.SourceConnect, Topic: "c.dlq"},
-		{Format: store.SourceConnect, Topic: "c2.dlq", OriginalTopic: "c2"},
-		{Format: store.SourceStreams, Topic: "st.dlq"},
-		{Format: store.SourceRaw, Topic: "r.DLQ", OriginalTopic: "r"},
+		{Format: redrive.SourceSpring, Topic: "s.DLT"},
+		{Format: redrive.SourceConnect, Topic: "c.dlq"},
+		{Format: redrive.SourceConnect, Topic: "c2.dlq", OriginalTopic: "c2"},
+		{Format: redrive.SourceStreams, Topic: "st.dlq"},
+		{Format: redrive.SourceRaw, Topic: "r.DLQ", OriginalTopic: "r"},
 	}
 	now := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, headerBytes, value []byte) {
@@ -148,8 +150,8 @@ func FuzzUnwrapDeadLetter(f *testing.F) {
 	topic := "orders.DLT"
 	msg := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 1, Offset: 9}, Key: []byte("k"),
 		Headers: []kafka.Header{{Key: "kafka_dlt-original-topic", Value: []byte("orders")}, {Key: "n", Value: nil}}}
-	r := &record{msg: msg, format: store.SourceSpring}
-	r.reject("bad spring header", &HeaderError{Format: store.SourceSpring, Header: springPartition, Reason: "missing"})
+	r := &record{msg: msg, format: redrive.SourceSpring}
+	r.reject("bad spring header", &HeaderError{Format: redrive.SourceSpring, Header: springPartition, Reason: "missing"})
 	b, err := codec.EncodeEvent("own.DLT", in.wrap(r, keepAll))
 	if err != nil {
 		f.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/store"
 )
@@ -191,23 +193,23 @@ func TestParseForeignMalformed(t *testing.T) {
 		header string
 		reason string
 	}{
-		{"spring partition 3 bytes", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springPartition, []byte{0, 0, 1}), springPartition, "3 bytes"},
-		{"spring offset 4 bytes", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springOffset, be32(1)), springOffset, "4 bytes"},
-		{"spring negative offset", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springOffset, be64(-5)), springOffset, "negative"},
-		{"spring timestamp 2 bytes", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springTimestamp, []byte{1, 2}), springTimestamp, "2 bytes"},
-		{"spring no partition", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springPartition, nil), springPartition, "missing"},
-		{"spring no topic", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springTopic, nil), springTopic, "missing, and the source configures no original topic"},
-		{"spring bad topic name", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springTopic, []byte("a b")), springTopic, "has the character"},
-		{"spring topic not UTF-8", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springTopic, []byte{0xff, 0xfe}), springTopic, "not valid UTF-8"},
-		{"spring message not UTF-8", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springMessage, []byte("a\xc3")), springMessage, "not valid UTF-8"},
-		{"spring trace with NUL", Source{Format: store.SourceSpring, Topic: "o.DLT"}, replace(ok, springStackTrace, []byte("a\x00b")), springStackTrace, "NUL"},
-		{"connect offset not numeric", Source{Format: store.SourceConnect, Topic: "c.dlq"}, replace(conn, connectOffset, []byte("12a")), connectOffset, `"12a" is not a decimal`},
-		{"connect partition too large", Source{Format: store.SourceConnect, Topic: "c.dlq"}, replace(conn, connectPartition, []byte("4294967296")), connectPartition, "not a decimal"},
-		{"connect no offset", Source{Format: store.SourceConnect, Topic: "c.dlq"}, replace(conn, connectOffset, nil), connectOffset, "missing"},
-		{"connect without context headers", Source{Format: store.SourceConnect, Topic: "c.dlq"}, nil, connectTopic, "no original topic"},
-		{"streams partition negative", Source{Format: store.SourceStreams, Topic: "s.dlq"}, replace(str, streamsPartition, []byte("-1")), streamsPartition, "not a decimal"},
-		{"streams trace not UTF-8", Source{Format: store.SourceStreams, Topic: "s.dlq"}, replace(str, streamsStackTrace, []byte{0x80}), streamsStackTrace, "UTF-8"},
-		{"streams no topic", Source{Format: store.SourceStreams, Topic: "s.dlq"}, replace(str, streamsTopic, nil), streamsTopic, "missing"},
+		{"spring partition 3 bytes", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springPartition, []byte{0, 0, 1}), springPartition, "3 bytes"},
+		{"spring offset 4 bytes", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springOffset, be32(1)), springOffset, "4 bytes"},
+		{"spring negative offset", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springOffset, be64(-5)), springOffset, "negative"},
+		{"spring timestamp 2 bytes", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springTimestamp, []byte{1, 2}), springTimestamp, "2 bytes"},
+		{"spring no partition", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springPartition, nil), springPartition, "missing"},
+		{"spring no topic", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springTopic, nil), springTopic, "missing, and the source configures no original topic"},
+		{"spring bad topic name", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springTopic, []byte("a b")), springTopic, "has the character"},
+		{"spring topic not UTF-8", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springTopic, []byte{0xff, 0xfe}), springTopic, "not valid UTF-8"},
+		{"spring message not UTF-8", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springMessage, []byte("a\xc3")), springMessage, "not valid UTF-8"},
+		{"spring trace with NUL", Source{Format: redrive.SourceSpring, Topic: "o.DLT"}, replace(ok, springStackTrace, []byte("a\x00b")), springStackTrace, "NUL"},
+		{"connect offset not numeric", Source{Format: redrive.SourceConnect, Topic: "c.dlq"}, replace(conn, connectOffset, []byte("12a")), connectOffset, `"12a" is not a decimal`},
+		{"connect partition too large", Source{Format: redrive.SourceConnect, Topic: "c.dlq"}, replace(conn, connectPartition, []byte("4294967296")), connectPartition, "not a decimal"},
+		{"connect no offset", Source{Format: redrive.SourceConnect, Topic: "c.dlq"}, replace(conn, connectOffset, nil), connectOffset, "missing"},
+		{"connect without context headers", Source{Format: redrive.SourceConnect, Topic: "c.dlq"}, nil, connectTopic, "no original topic"},
+		{"streams partition negative", Source{Format: redrive.SourceStreams, Topic: "s.dlq"}, replace(str, streamsPartition, []byte("-1")), streamsPartition, "not a decimal"},
+		{"streams trace not UTF-8", Source{Format: redrive.SourceStreams, Topic: "s.dlq"}, replace(str, streamsStackTrace, []byte{0x80}), streamsStackTrace, "UTF-8"},
+		{"streams no topic", Source{Format: redrive.SourceStreams, Topic: "s.dlq"}, replace(str, streamsTopic, nil), streamsTopic, "missing"},
 	}
 	for _, tt := range cases {
 		_, err := tt.src.foreignIncoming(&dltRecord{Topic: tt.src.Topic, Value: []byte("v"), Headers: tt.hs}, time.Now())
@@ -221,7 +223,7 @@ func TestParseForeignMalformed(t *testing.T) {
 func TestForeignIncoming(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 5, 4, 12, 0, 0, 0, time.UTC)
-	src := Source{Format: store.SourceSpring, Topic: "orders.DLT", Temporality: avro.Temporary}
+	src := Source{Format: redrive.SourceSpring, Topic: "orders.DLT", Temporality: avro.Temporary}
 	f := springFailure{topic: "orders", partition: 3, offset: 77, timestamp: 1, group: "order-service",
 		fqcn: "java.lang.IllegalStateException", message: "no lines", trace: javaTrace}
 	r := &dltRecord{Topic: "orders.DLT", Partition: 1, Offset: 5, Key: nil, Value: nil, Headers: f.headers(), Timestamp: now.Add(-time.Hour)}
@@ -230,13 +232,13 @@ func TestForeignIncoming(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := in.Event
-	if e.Identity.IdempotenceID != foreignIdentity(store.SourceSpring, "orders.DLT", 1, 5) || e.References.Message.TopicName != "orders" ||
+	if e.Identity.IdempotenceID != foreignIdentity(redrive.SourceSpring, "orders.DLT", 1, 5) || e.References.Message.TopicName != "orders" ||
 		e.References.Message.Partition != 3 || e.References.Message.Offset != 77 || e.References.ErrorType.Code != "IllegalStateException" ||
 		e.References.ErrorType.Temporality != avro.Temporary || e.Publisher.Service != "order-service" || e.Publisher.System != "spring-kafka" ||
 		e.Payload.ErrorMessage != "no lines" || *e.Payload.StackTraceHash != *stackTraceHash(javaTrace) || !e.Identity.Created.Equal(now.Add(-time.Hour)) {
 		t.Errorf("event = %+v", e)
 	}
-	if !in.ValueNull || e.Payload.OriginalKey != nil || in.Source != (store.Source{Format: store.SourceSpring, Topic: "orders.DLT", Partition: 1, Offset: 5}) {
+	if !in.ValueNull || e.Payload.OriginalKey != nil || in.Source != (redrive.Source{Format: redrive.SourceSpring, Topic: "orders.DLT", Partition: 1, Offset: 5}) {
 		t.Errorf("incoming: null %v, key %v, source %+v", in.ValueNull, e.Payload.OriginalKey, in.Source)
 	}
 	if _, err := store.Prepare(in); err != nil {
@@ -252,13 +254,13 @@ func TestForeignIncoming(t *testing.T) {
 	}
 
 	// A configured code and publisher win; raw records have an unknown position.
-	raw := Source{Format: store.SourceRaw, Topic: "orders.DLQ", OriginalTopic: "orders", ErrorCode: "MANUAL_DLQ", PublisherService: "orders-team"}
+	raw := Source{Format: redrive.SourceRaw, Topic: "orders.DLQ", OriginalTopic: "orders", ErrorCode: "MANUAL_DLQ", PublisherService: "orders-team"}
 	in, err = raw.foreignIncoming(&dltRecord{Topic: "orders.DLQ", Partition: 0, Offset: 9, Value: []byte{}}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := in.Event.References.Message
-	if m.TopicName != "orders" || m.Partition != store.UnknownPosition || m.Offset != store.UnknownPosition ||
+	if m.TopicName != "orders" || m.Partition != redrive.UnknownPosition || m.Offset != redrive.UnknownPosition ||
 		in.Event.References.ErrorType.Code != "MANUAL_DLQ" || in.Event.Publisher.Service != "orders-team" || in.ValueNull {
 		t.Errorf("raw = %+v, null %v", in.Event, in.ValueNull)
 	}
@@ -268,7 +270,7 @@ func TestForeignIncoming(t *testing.T) {
 	}
 
 	// Streams with a null message header.
-	st := Source{Format: store.SourceStreams, Topic: "clicks.dlq"}
+	st := Source{Format: redrive.SourceStreams, Topic: "clicks.dlq"}
 	in, err = st.foreignIncoming(&dltRecord{Topic: "clicks.dlq", Offset: 1, Value: []byte{0xff, 0x00},
 		Headers: streamsHeaders("clicks", 0, 4, "java.lang.NullPointerException", nil, "java.lang.NullPointerException\n\tat a.B.c(B.java:1)")}, now)
 	if err != nil {
@@ -280,9 +282,9 @@ func TestForeignIncoming(t *testing.T) {
 	}
 
 	// Connect without context headers, with a configured original topic.
-	cn := Source{Format: store.SourceConnect, Topic: "sink.dlq", OriginalTopic: "payments"}
+	cn := Source{Format: redrive.SourceConnect, Topic: "sink.dlq", OriginalTopic: "payments"}
 	in, err = cn.foreignIncoming(&dltRecord{Topic: "sink.dlq", Offset: 2, Value: []byte("{}")}, now)
-	if err != nil || in.Event.References.Message.TopicName != "payments" || in.Event.References.Message.Offset != store.UnknownPosition {
+	if err != nil || in.Event.References.Message.TopicName != "payments" || in.Event.References.Message.Offset != redrive.UnknownPosition {
 		t.Errorf("connect without context headers = %+v, %v", in.Event, err)
 	}
 }

@@ -10,10 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/internal/kafkalog"
-	"github.com/redrive/redrive/store"
 )
 
 // Intake consumes the error topic into the store. Create it with New and run it with Run.
@@ -243,12 +244,12 @@ func (in *Intake) logSources() {
 		src := in.sources[t]
 		in.log.Info("intake source", "source", src.String())
 		switch {
-		case src.Format == store.SourceConnect && src.OriginalTopic == "":
+		case src.Format == redrive.SourceConnect && src.OriginalTopic == "":
 			in.log.Warn("Connect source without an original topic: records without the context headers "+
 				"(errors.deadletterqueue.context.headers.enable=false) have no known origin and go to the dead-letter topic; "+
 				"configure connect:TOPIC=ORIGINAL_TOPIC to keep them",
 				"source", src.String(), "dead_letter_topic", in.cfg.DeadLetterTopic)
-		case src.Format == store.SourceStreams:
+		case src.Format == redrive.SourceStreams:
 			in.log.Info("Kafka Streams does not keep the original headers of a dead-lettered record: its resends carry none of them",
 				"source", src.String())
 		}

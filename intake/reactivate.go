@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/avro"
@@ -78,7 +80,7 @@ type ReactivateRequest struct {
 // intake: after a fix (a schema registry that was down made events undecodable; a source
 // configured later), the records that can now be stored become failures, and what still fails
 // stays on the topic. Each run starts where the previous one stopped (positions kept in
-// Postgres), is audited, and reports its progress through the store (store.Reactivation).
+// Postgres), is audited, and reports its progress through the store (redrive.Reactivation).
 // One run per topic runs at a time across instances.
 type Reactivator struct {
 	cfg     ReactivatorConfig
@@ -169,9 +171,9 @@ func (in *Intake) NewReactivator() (*Reactivator, error) {
 }
 
 // Start records a new run of the dead-letter topic and starts it in the background; it
-// returns the run as started. It returns store.ErrReactivationRunning when a run of the topic
+// returns the run as started. It returns redrive.ErrReactivationRunning when a run of the topic
 // is running (on any instance), and an error for a request without a principal or a limit.
-func (r *Reactivator) Start(ctx context.Context, req ReactivateRequest) (*store.Reactivation, error) {
+func (r *Reactivator) Start(ctx context.Context, req ReactivateRequest) (*redrive.Reactivation, error) {
 	if req.Principal == "" {
 		return nil, errors.New("reactivate: a principal is required")
 	}
@@ -199,8 +201,8 @@ func (r *Reactivator) Start(ctx context.Context, req ReactivateRequest) (*store.
 	return run, nil
 }
 
-// Progress returns the run with id as the store has it, or store.ErrNotFound.
-func (r *Reactivator) Progress(ctx context.Context, id int64) (*store.Reactivation, error) {
+// Progress returns the run with id as the store has it, or redrive.ErrNotFound.
+func (r *Reactivator) Progress(ctx context.Context, id int64) (*redrive.Reactivation, error) {
 	return r.cfg.Store.ReactivationByID(ctx, id)
 }
 
@@ -226,7 +228,7 @@ func (r *Reactivator) Close(ctx context.Context) error {
 
 // runState is a run in progress.
 type runState struct {
-	run       *store.Reactivation
+	run       *redrive.Reactivation
 	left      int64           // records still to read; -1 without a limit
 	end       map[int32]int64 // per partition, the offset where the run stops
 	next      map[int32]int64 // per partition, the next offset to read
@@ -235,17 +237,17 @@ type runState struct {
 }
 
 // run reads the topic from the positions and ends the run in the store.
-func (r *Reactivator) run(ctx context.Context, run *store.Reactivation, from map[int32]int64) {
+func (r *Reactivator) run(ctx context.Context, run *redrive.Reactivation, from map[int32]int64) {
 	err := r.read(ctx, run, from)
-	state, text := store.ReactivationDone, ""
+	state, text := redrive.ReactivationDone, ""
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, redrive.ErrNotFound):
 		r.log.Warn("reactivation was ended elsewhere (no progress for too long)", "id", run.ID)
 		return
 	case ctx.Err() != nil:
-		state = store.ReactivationInterrupted
+		state = redrive.ReactivationInterrupted
 	case err != nil:
-		state, text = store.ReactivationFailed, err.Error()
+		state, text = redrive.ReactivationFailed, err.Error()
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -258,7 +260,7 @@ func (r *Reactivator) run(ctx context.Context, run *store.Reactivation, from map
 		"duplicates", end.Duplicates, "still_failing", end.StillFailing, "error", text)
 }
 
-func (r *Reactivator) read(ctx context.Context, run *store.Reactivation, from map[int32]int64) error {
+func (r *Reactivator) read(ctx context.Context, run *redrive.Reactivation, from map[int32]int64) error {
 	topic := r.cfg.DeadLetterTopic
 	cm := kafka.ConfigMap{
 		"client.id":                "redrive-reactivator",
@@ -376,7 +378,7 @@ func (r *Reactivator) poll(ctx context.Context, cons *kafka.Consumer, st *runSta
 // feed stores a batch of dead-letter records that now make sense, counts the others as still
 // failing, and records the step.
 func (r *Reactivator) feed(ctx context.Context, st *runState, batch []*kafka.Message) error {
-	step := store.ReactivationStep{ID: st.run.ID, Positions: map[int32]int64{}}
+	step := redrive.ReactivationStep{ID: st.run.ID, Positions: map[int32]int64{}}
 	var good []store.Prepared
 	for _, m := range batch {
 		rec, err := r.refeed(m)
@@ -413,7 +415,7 @@ func (r *Reactivator) feed(ctx context.Context, st *runState, batch []*kafka.Mes
 
 // store ingests the prepared failures, retrying while Postgres fails (a few times), and one by
 // one when Postgres refuses the data of the batch.
-func (r *Reactivator) store(ctx context.Context, good []store.Prepared, step *store.ReactivationStep) error {
+func (r *Reactivator) store(ctx context.Context, good []store.Prepared, step *redrive.ReactivationStep) error {
 	if len(good) == 0 {
 		return nil
 	}
@@ -425,7 +427,7 @@ func (r *Reactivator) store(ctx context.Context, good []store.Prepared, step *st
 			step.Duplicates += int64(res.Duplicates)
 			return nil
 		}
-		if errors.Is(err, store.ErrBadData) {
+		if errors.Is(err, redrive.ErrBadData) {
 			if len(good) == 1 {
 				step.StillFailing++
 				return nil

@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry/rest"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/internal/testkit"
-	"github.com/redrive/redrive/store"
 )
 
 // outageRegistry is a schema registry that has lost its schemas while down: it answers every
@@ -61,7 +62,7 @@ func (o *outageRegistry) setDown(down bool) {
 }
 
 // waitRun polls a run until it ends.
-func waitRun(t *testing.T, r *Reactivator, id int64) *store.Reactivation {
+func waitRun(t *testing.T, r *Reactivator, id int64) *redrive.Reactivation {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
@@ -69,7 +70,7 @@ func waitRun(t *testing.T, r *Reactivator, id int64) *store.Reactivation {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if run.State != store.ReactivationRunning {
+		if run.State != redrive.ReactivationRunning {
 			return run
 		}
 		if time.Now().After(deadline) {
@@ -142,7 +143,7 @@ func TestReactivateAfterRegistryOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := waitRun(t, r, run.ID)
-	if done.State != store.ReactivationDone || done.Read != 5 || done.Reingested != 4 || done.StillFailing != 1 || done.Duplicates != 0 {
+	if done.State != redrive.ReactivationDone || done.Read != 5 || done.Reingested != 4 || done.StillFailing != 1 || done.Duplicates != 0 {
 		t.Errorf("run = %+v, want DONE, 5 read, 4 re-ingested, 1 still failing", done)
 	}
 	if n := e.rows(); n != 4 {
@@ -153,8 +154,8 @@ func TestReactivateAfterRegistryOutage(t *testing.T) {
 		t.Errorf("reactivated tombstone: null %v, %v", null, err)
 	}
 	audit, err := e.store.ReactivationAudit(ctx, run.ID)
-	if err != nil || len(audit) != 2 || audit[0].Action != store.AuditActionReactivateStart || audit[0].Principal != "alice" ||
-		*audit[0].Reason != "registry restored" || audit[1].Action != store.AuditActionReactivateEnd || audit[1].Details["still_failing"] != float64(1) {
+	if err != nil || len(audit) != 2 || audit[0].Action != redrive.AuditActionReactivateStart || audit[0].Principal != "alice" ||
+		*audit[0].Reason != "registry restored" || audit[1].Action != redrive.AuditActionReactivateEnd || audit[1].Details["still_failing"] != float64(1) {
 		t.Errorf("audit = %+v, %v", audit, err)
 	}
 
@@ -163,7 +164,7 @@ func TestReactivateAfterRegistryOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := waitRun(t, r, run.ID); done.State != store.ReactivationDone || done.Read != 0 {
+	if done := waitRun(t, r, run.ID); done.State != redrive.ReactivationDone || done.Read != 0 {
 		t.Errorf("second run = %+v, want DONE with nothing read", done)
 	}
 
@@ -181,7 +182,7 @@ func TestReactivateAfterRegistryOutage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done := waitRun(t, r, run.ID); done.State != store.ReactivationDone || done.Read != 1 || done.StillFailing != 1 || *done.Limit != 1 {
+		if done := waitRun(t, r, run.ID); done.State != redrive.ReactivationDone || done.Read != 1 || done.StillFailing != 1 || *done.Limit != 1 {
 			t.Errorf("limited run %d = %+v", i, done)
 		}
 	}
@@ -234,7 +235,7 @@ func TestReactivateRegistryUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := waitRun(t, r, run.ID); done.State != store.ReactivationFailed || done.Read != 0 || done.Error == nil ||
+	if done := waitRun(t, r, run.ID); done.State != redrive.ReactivationFailed || done.Read != 0 || done.Error == nil ||
 		!strings.Contains(*done.Error, "schema id") {
 		t.Errorf("run with the registry unreachable = %+v", done)
 	}
@@ -245,7 +246,7 @@ func TestReactivateRegistryUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := waitRun(t, r, run.ID); done.State != store.ReactivationDone || done.Read != 1 || done.Reingested != 1 {
+	if done := waitRun(t, r, run.ID); done.State != redrive.ReactivationDone || done.Read != 1 || done.Reingested != 1 {
 		t.Errorf("run with the registry back = %+v", done)
 	}
 	if n := e.rows(); n != 1 {

@@ -6,8 +6,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // ErrBadSource means a source specification or a Source is not valid; a *SourceError wraps it.
@@ -46,7 +47,7 @@ const maxTopicLen = 249
 // an original topic nor options: its events carry all of it. docs/configuration.md has examples.
 type Source struct {
 	// Format is the format of the topic's records. Required.
-	Format store.SourceFormat
+	Format redrive.SourceFormat
 	// Topic is the topic to read. Required.
 	Topic string
 	// OriginalTopic is where the records go back to when the record does not say: required for
@@ -109,7 +110,7 @@ func ParseSource(spec string) (Source, error) {
 	if !ok {
 		return bad("want FORMAT:TOPIC, e.g. spring:orders.DLT")
 	}
-	s := Source{Format: store.SourceFormat(strings.ToLower(strings.TrimSpace(format)))}
+	s := Source{Format: redrive.SourceFormat(strings.ToLower(strings.TrimSpace(format)))}
 	rest, query, hasQuery := strings.Cut(rest, "?")
 	s.Topic, s.OriginalTopic, _ = strings.Cut(rest, "=")
 	s.Topic, s.OriginalTopic = strings.TrimSpace(s.Topic), strings.TrimSpace(s.OriginalTopic)
@@ -190,13 +191,13 @@ func (s Source) validate() error {
 			return bad("the original topic is the source topic: a resend would feed the dead-letter topic itself")
 		}
 	}
-	if s.Format == store.SourceMPFE {
+	if s.Format == redrive.SourceMPFE {
 		if s.OriginalTopic != "" || s.Temporality != "" || s.PublisherService != "" || s.PublisherSystem != "" || s.ErrorCode != "" {
 			return bad("an mpfe source takes no original topic and no options: its events carry them")
 		}
 		return nil
 	}
-	if s.Format == store.SourceRaw && s.OriginalTopic == "" {
+	if s.Format == redrive.SourceRaw && s.OriginalTopic == "" {
 		return bad("a raw source needs its original topic: raw:%s=ORIGINAL_TOPIC", s.Topic)
 	}
 	if s.Temporality != "" && !s.Temporality.Valid() {
@@ -205,8 +206,8 @@ func (s Source) validate() error {
 	for _, o := range []struct{ name, value string }{
 		{"publisher", s.PublisherService}, {"system", s.PublisherSystem}, {"code", s.ErrorCode},
 	} {
-		if len(o.value) > store.MaxKeyText/2 {
-			return bad("option %s is %d bytes, at most %d", o.name, len(o.value), store.MaxKeyText/2)
+		if len(o.value) > redrive.MaxKeyText/2 {
+			return bad("option %s is %d bytes, at most %d", o.name, len(o.value), redrive.MaxKeyText/2)
 		}
 	}
 	return nil
@@ -244,11 +245,11 @@ func (s *Source) system() string {
 		return s.PublisherSystem
 	}
 	switch s.Format {
-	case store.SourceSpring:
+	case redrive.SourceSpring:
 		return "spring-kafka"
-	case store.SourceConnect:
+	case redrive.SourceConnect:
 		return "kafka-connect"
-	case store.SourceStreams:
+	case redrive.SourceStreams:
 		return "kafka-streams"
 	}
 	return string(s.Format)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/store"
 )
@@ -15,14 +17,14 @@ func TestParseSource(t *testing.T) {
 		spec string
 		want Source
 	}{
-		{"mpfe:errors", Source{Format: store.SourceMPFE, Topic: "errors"}},
-		{"spring:orders.DLT", Source{Format: store.SourceSpring, Topic: "orders.DLT"}},
+		{"mpfe:errors", Source{Format: redrive.SourceMPFE, Topic: "errors"}},
+		{"spring:orders.DLT", Source{Format: redrive.SourceSpring, Topic: "orders.DLT"}},
 		{" SPRING:orders-dlt?temporality=temporary&publisher=orders-service ",
-			Source{Format: store.SourceSpring, Topic: "orders-dlt", Temporality: avro.Temporary, PublisherService: "orders-service"}},
-		{"connect:sink.dlq=payments", Source{Format: store.SourceConnect, Topic: "sink.dlq", OriginalTopic: "payments"}},
+			Source{Format: redrive.SourceSpring, Topic: "orders-dlt", Temporality: avro.Temporary, PublisherService: "orders-service"}},
+		{"connect:sink.dlq=payments", Source{Format: redrive.SourceConnect, Topic: "sink.dlq", OriginalTopic: "payments"}},
 		{"streams:app-dlq?code=STREAMS_FAILED&system=shop",
-			Source{Format: store.SourceStreams, Topic: "app-dlq", ErrorCode: "STREAMS_FAILED", PublisherSystem: "shop"}},
-		{"raw:orders.DLQ=orders?temporality=UNKNOWN", Source{Format: store.SourceRaw, Topic: "orders.DLQ", OriginalTopic: "orders", Temporality: avro.Unknown}},
+			Source{Format: redrive.SourceStreams, Topic: "app-dlq", ErrorCode: "STREAMS_FAILED", PublisherSystem: "shop"}},
+		{"raw:orders.DLQ=orders?temporality=UNKNOWN", Source{Format: redrive.SourceRaw, Topic: "orders.DLQ", OriginalTopic: "orders", Temporality: avro.Unknown}},
 	}
 	for _, tt := range good {
 		got, err := ParseSource(tt.spec)
@@ -64,7 +66,7 @@ func TestParseSource(t *testing.T) {
 func TestParseSources(t *testing.T) {
 	t.Parallel()
 	got, err := ParseSources("spring:a.DLT, connect:b.dlq=b\nraw:c.DLQ=c,,\n")
-	if err != nil || len(got) != 3 || got[1].OriginalTopic != "b" || got[2].Format != store.SourceRaw {
+	if err != nil || len(got) != 3 || got[1].OriginalTopic != "b" || got[2].Format != redrive.SourceRaw {
 		t.Fatalf("ParseSources = %+v, %v", got, err)
 	}
 	_, err = ParseSources("spring:a.DLT,raw:b,kafka:c")
@@ -82,10 +84,10 @@ func TestConfigValidatesSources(t *testing.T) {
 		want    string
 	}{
 		"none":           {"", nil, "Topic or Sources is required"},
-		"twice":          {"errors", []Source{{Format: store.SourceMPFE, Topic: "errors"}}, `topic "errors" is read by two sources`},
-		"dead-letter":    {"", []Source{{Format: store.SourceSpring, Topic: "own.DLT"}}, "is a source topic"},
-		"back to dlt":    {"", []Source{{Format: store.SourceRaw, Topic: "r.DLQ", OriginalTopic: "own.DLT"}}, "sends its records back"},
-		"invalid source": {"", []Source{{Format: store.SourceRaw, Topic: "r.DLQ"}}, "a raw source needs its original topic"},
+		"twice":          {"errors", []Source{{Format: redrive.SourceMPFE, Topic: "errors"}}, `topic "errors" is read by two sources`},
+		"dead-letter":    {"", []Source{{Format: redrive.SourceSpring, Topic: "own.DLT"}}, "is a source topic"},
+		"back to dlt":    {"", []Source{{Format: redrive.SourceRaw, Topic: "r.DLQ", OriginalTopic: "own.DLT"}}, "sends its records back"},
+		"invalid source": {"", []Source{{Format: redrive.SourceRaw, Topic: "r.DLQ"}}, "a raw source needs its original topic"},
 	} {
 		c := base
 		c.Topic, c.Sources = tt.topic, tt.sources
@@ -95,7 +97,7 @@ func TestConfigValidatesSources(t *testing.T) {
 		}
 	}
 	c := base
-	c.Sources = []Source{{Format: store.SourceSpring, Topic: "a.DLT"}, {Format: store.SourceRaw, Topic: "b.DLQ", OriginalTopic: "b"}}
+	c.Sources = []Source{{Format: redrive.SourceSpring, Topic: "a.DLT"}, {Format: redrive.SourceRaw, Topic: "b.DLQ", OriginalTopic: "b"}}
 	c, _ = c.withDefaults()
 	if err := c.validate(); err != nil {
 		t.Errorf("valid sources: %v", err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,11 +29,11 @@ const (
 )
 
 var testSources = []Source{
-	{Format: store.SourceSpring, Topic: springDLT, Temporality: avro.Temporary},
-	{Format: store.SourceConnect, Topic: connectDLQ},
-	{Format: store.SourceConnect, Topic: connect2DLQ, OriginalTopic: "payments"},
-	{Format: store.SourceStreams, Topic: streamsDLQ, PublisherService: "click-counter"},
-	{Format: store.SourceRaw, Topic: rawDLQ, OriginalTopic: "orders", ErrorCode: "MANUAL"},
+	{Format: redrive.SourceSpring, Topic: springDLT, Temporality: avro.Temporary},
+	{Format: redrive.SourceConnect, Topic: connectDLQ},
+	{Format: redrive.SourceConnect, Topic: connect2DLQ, OriginalTopic: "payments"},
+	{Format: redrive.SourceStreams, Topic: streamsDLQ, PublisherService: "click-counter"},
+	{Format: redrive.SourceRaw, Topic: rawDLQ, OriginalTopic: "orders", ErrorCode: "MANUAL"},
 }
 
 // newSourcesEnv is an intake env that reads the test sources too.
@@ -187,7 +189,7 @@ func TestIntakeForeignSources(t *testing.T) {
 		switch r.name {
 		case "spring":
 			if d.Topic != "orders" || d.Partition != 1 || d.Offset != 100 || d.ErrorCode != "IllegalStateException" ||
-				d.PublisherService != "order-service" || d.Temporality != avro.Temporary || d.State != store.StateRetryPending ||
+				d.PublisherService != "order-service" || d.Temporality != avro.Temporary || d.State != redrive.StateRetryPending ||
 				d.CausingMessage != "orders/1/100" {
 				t.Errorf("spring row: %+v", d.Failure)
 			}
@@ -197,11 +199,11 @@ func TestIntakeForeignSources(t *testing.T) {
 			}
 		case "connect":
 			if d.Topic != "payments" || d.Offset != 7 || d.ErrorCode != "DataException" || d.PublisherService != "jdbc-sink" ||
-				d.ErrorMessage != "org.apache.kafka.connect.errors.DataException" || d.State != store.StatePermanent {
+				d.ErrorMessage != "org.apache.kafka.connect.errors.DataException" || d.State != redrive.StatePermanent {
 				t.Errorf("connect row: %+v", d.Failure)
 			}
 		case "connect2 no context":
-			if d.Topic != "payments" || d.Partition != store.UnknownPosition || d.Offset != store.UnknownPosition {
+			if d.Topic != "payments" || d.Partition != redrive.UnknownPosition || d.Offset != redrive.UnknownPosition {
 				t.Errorf("connect without context headers: %s/%d/%d", d.Topic, d.Partition, d.Offset)
 			}
 		case "streams":
@@ -209,8 +211,8 @@ func TestIntakeForeignSources(t *testing.T) {
 				t.Errorf("streams row: %+v", d.Failure)
 			}
 		case "raw":
-			if d.Topic != "orders" || d.ErrorCode != "MANUAL" || d.Offset != store.UnknownPosition ||
-				d.CausingMessage != store.TopicPartitionOffset(rawDLQ, m.TopicPartition.Partition, int64(m.TopicPartition.Offset)) {
+			if d.Topic != "orders" || d.ErrorCode != "MANUAL" || d.Offset != redrive.UnknownPosition ||
+				d.CausingMessage != redrive.TopicPartitionOffset(rawDLQ, m.TopicPartition.Partition, int64(m.TopicPartition.Offset)) {
 				t.Errorf("raw row: %+v", d.Failure)
 			}
 		}
@@ -244,14 +246,14 @@ func TestIntakeForeignSources(t *testing.T) {
 			t.Fatal(err)
 		}
 		ref := ev.References.Message
-		reasons[store.TopicPartitionOffset(ref.TopicName, ref.Partition, ref.Offset)] = ev
+		reasons[redrive.TopicPartitionOffset(ref.TopicName, ref.Partition, ref.Offset)] = ev
 	}
 	for i, r := range recs {
 		if r.badCheck == "" {
 			continue
 		}
 		m := delivered[i]
-		ev := reasons[store.TopicPartitionOffset(r.topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))]
+		ev := reasons[redrive.TopicPartitionOffset(r.topic, m.TopicPartition.Partition, int64(m.TopicPartition.Offset))]
 		if ev == nil {
 			t.Errorf("%s: not on the dead-letter topic", r.name)
 			continue
@@ -305,7 +307,7 @@ func sourceOf(topic string) Source {
 			return s
 		}
 	}
-	return Source{Format: store.SourceMPFE, Topic: topic}
+	return Source{Format: redrive.SourceMPFE, Topic: topic}
 }
 
 // An MPFE with the redrive-value-null entry is a tombstone: stored NULL, the entry is not a
@@ -354,7 +356,7 @@ func TestDecodeMPFETombstone(t *testing.T) {
 		if in.ValueNull != tt.wantNull || fmt.Sprint(names) != tt.wantNames {
 			t.Errorf("%s: null %v, headers %v", tt.name, in.ValueNull, names)
 		}
-		if in.Source != (store.Source{Format: store.SourceMPFE, Topic: topic, Partition: 2, Offset: 9}) {
+		if in.Source != (redrive.Source{Format: redrive.SourceMPFE, Topic: topic, Partition: 2, Offset: 9}) {
 			t.Errorf("%s: source %+v", tt.name, in.Source)
 		}
 	}

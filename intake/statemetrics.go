@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/store"
@@ -38,7 +40,7 @@ type StateMetrics struct {
 }
 
 // openStates are the states whose oldest failure waits for something.
-var openStates = []store.State{store.StateRetryPending, store.StatePermanent}
+var openStates = []redrive.State{redrive.StateRetryPending, redrive.StatePermanent}
 
 // NewStateMetrics returns a StateMetrics for cfg, or an "invalid config" error.
 func NewStateMetrics(cfg StateMetricsConfig) (*StateMetrics, error) {

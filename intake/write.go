@@ -6,6 +6,8 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/store"
@@ -160,7 +162,7 @@ func (in *Intake) ingest(ctx context.Context, recs []*record) error {
 			in.count(recs, res)
 			return nil
 		}
-		var bde *store.BadDataError
+		var bde *redrive.BadDataError
 		if errors.As(err, &bde) {
 			in.storeErr.Store(nil)
 			if bde.Index >= 0 && bde.Index < len(recs) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
@@ -13,7 +15,6 @@ import (
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
-	"github.com/redrive/redrive/store"
 )
 
 var _ jobs.ChainFollower = (*resend.Resender)(nil)
@@ -32,7 +33,7 @@ func TestRetryJobFollowsChain(t *testing.T) {
 	e.waitJob(id, time.Minute, "done", done)
 	all := []uuid.UUID{head, first, second}
 	deadline := time.Now().Add(time.Minute)
-	for e.states(all)[store.StateResent] != 3 {
+	for e.states(all)[redrive.StateResent] != 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("states %v, want all RESENT", e.states(all))
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -171,7 +173,7 @@ func (e *env) waitJob(id uuid.UUID, within time.Duration, what string, ok func(*
 	}
 }
 
-func done(j *operator.JobView) bool { return j.State == store.JobDone }
+func done(j *operator.JobView) bool { return j.State == redrive.JobDone }
 
 func (e *env) insertN(n int, r testkit.FailureRow) []uuid.UUID {
 	e.t.Helper()
@@ -183,17 +185,17 @@ func (e *env) insertN(n int, r testkit.FailureRow) []uuid.UUID {
 }
 
 // states counts the failures among ids by state.
-func (e *env) states(ids []uuid.UUID) map[store.State]int {
+func (e *env) states(ids []uuid.UUID) map[redrive.State]int {
 	e.t.Helper()
 	rows, err := e.pool.Query(context.Background(), `SELECT state, count(*) FROM failures WHERE id = ANY($1) GROUP BY state`, ids)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer rows.Close()
-	out := map[store.State]int{}
+	out := map[redrive.State]int{}
 	for rows.Next() {
 		var (
-			s store.State
+			s redrive.State
 			n int
 		)
 		if err := rows.Scan(&s, &n); err != nil {
@@ -251,9 +253,9 @@ func (e *env) sent(topic string) (map[string]int, int) {
 }
 
 // items returns the job's items with the given outcome ("" all, "pending").
-func (e *env) items(id uuid.UUID, outcome string) []store.JobItem {
+func (e *env) items(id uuid.UUID, outcome string) []redrive.JobItem {
 	e.t.Helper()
-	var out []store.JobItem
+	var out []redrive.JobItem
 	var after int64
 	for {
 		page, err := e.core.JobItems(context.Background(), operator.JobItemsRequest{JobID: id, Outcome: outcome, After: after, Limit: 500})
@@ -273,15 +275,15 @@ func (e *env) items(id uuid.UUID, outcome string) []store.JobItem {
 func (e *env) exactlyOnce(id uuid.UUID, topic string, ids []uuid.UUID) {
 	e.t.Helper()
 	j := e.job(id)
-	if j.State != store.JobDone || j.Done != int64(len(ids)) || j.Skipped != 0 || j.Failed != 0 {
+	if j.State != redrive.JobDone || j.Done != int64(len(ids)) || j.Skipped != 0 || j.Failed != 0 {
 		e.t.Errorf("job = %+v, want DONE with %d done", j.Job, len(ids))
 	}
 	for _, it := range e.items(id, "") {
-		if it.Outcome != store.JobItemDone {
+		if it.Outcome != redrive.JobItemDone {
 			e.t.Errorf("item %d: %s (%v)", it.Seq, it.Outcome, it.Detail)
 		}
 	}
-	if got := e.states(ids); got[store.StateResent] != len(ids) {
+	if got := e.states(ids); got[redrive.StateResent] != len(ids) {
 		e.t.Errorf("states = %v, want %d RESENT", got, len(ids))
 	}
 	byTag, total := e.sent(topic)

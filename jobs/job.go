@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
@@ -28,7 +30,7 @@ const (
 // jobRun is one job held by this instance.
 type jobRun struct {
 	r   *Runner
-	job *store.Job
+	job *redrive.Job
 	log *slog.Logger
 	// ctx ends when the job must stop: the runner stops, or the heartbeat saw the job paused,
 	// canceled, finished or taken over.
@@ -40,7 +42,7 @@ type jobRun struct {
 	mine map[int64]bool // claims this run took or took over and has not settled
 }
 
-func newJobRun(r *Runner, ctx context.Context, job *store.Job) *jobRun {
+func newJobRun(r *Runner, ctx context.Context, job *redrive.Job) *jobRun {
 	return &jobRun{r: r, job: job, ctx: ctx, base: ctx, log: r.log.With("job", job.ID, "action", job.Action), mine: map[int64]bool{}}
 }
 
@@ -67,7 +69,7 @@ func (j *jobRun) owns(id int64) bool {
 
 // runJob acts on the items of job, held by this instance, until it is done, paused, canceled,
 // taken over, or ctx ends; then it releases the job.
-func (r *Runner) runJob(ctx context.Context, job *store.Job) {
+func (r *Runner) runJob(ctx context.Context, job *redrive.Job) {
 	if job.Action != actionClose && r.cfg.Publisher == nil {
 		r.log.Error("jobs: this instance cannot send: released the job", "job", job.ID, "action", job.Action)
 		r.release(ctx, job)
@@ -89,7 +91,7 @@ func (r *Runner) runJob(ctx context.Context, job *store.Job) {
 }
 
 // release ends this instance's lease on job, so that any instance may claim it at once.
-func (r *Runner) release(ctx context.Context, job *store.Job) {
+func (r *Runner) release(ctx context.Context, job *redrive.Job) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := r.store.ReleaseJob(rctx, job.ID, r.cfg.Owner); err != nil {
@@ -168,7 +170,7 @@ func (j *jobRun) run() {
 		b, err := j.claim(pos, size)
 		if err != nil {
 			release()
-			if !errors.Is(err, store.ErrLeaseLost) && j.ctx.Err() == nil {
+			if !errors.Is(err, redrive.ErrLeaseLost) && j.ctx.Err() == nil {
 				j.log.Error("jobs: claiming a batch failed; the job waits for the next claim", "error", err)
 			}
 			return
@@ -185,7 +187,7 @@ func (j *jobRun) run() {
 		pos = b.Last
 		if b.ClaimID == 0 {
 			release()
-			if b.Job.State != store.JobRunning {
+			if b.Job.State != redrive.JobRunning {
 				return
 			}
 			continue
@@ -276,9 +278,9 @@ func (j *jobRun) finish() bool {
 		if j.ctx.Err() == nil {
 			j.log.Error("jobs: finishing failed", "error", err)
 		}
-	case job.State == store.JobDone:
+	case job.State == redrive.JobDone:
 		j.log.Info("jobs: job finished", "done", job.Done, "skipped", job.Skipped, "failed", job.Failed)
-	case job.State == store.JobRunning && job.Remaining() > 0:
+	case job.State == redrive.JobRunning && job.Remaining() > 0:
 		return false // items released meanwhile: go on
 	}
 	return true
@@ -332,7 +334,7 @@ func (j *jobRun) prepare(items []store.JobBatchItem, records []store.ResendItem)
 		}
 		sends[i].CreatedAt = rec.CreatedAt
 		if j.job.Action == actionResendTo && j.job.TargetTopic != nil && rec.Topic != *j.job.TargetTopic {
-			rec.Topic, rec.Partition = *j.job.TargetTopic, store.UnknownPosition
+			rec.Topic, rec.Partition = *j.job.TargetTopic, redrive.UnknownPosition
 		}
 		rec.Headers = withTag(rec.Headers, tag(j.job.ID, it.Seq))
 		sendable[i] = rec
@@ -362,7 +364,7 @@ func (j *jobRun) publish(sends []store.JobSend, sendable []*store.ResendItem) {
 		switch {
 		case err == nil:
 			sends[i].Acked = true
-		case errors.Is(err, resendtype.ErrClosed):
+		case errors.Is(err, redrive.ErrClosed):
 			sends[i].Skipped = notAttempted
 		default:
 			sends[i].Error = err.Error()
@@ -384,9 +386,9 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 		}
 	}
 	job, err := j.r.store.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: j.job.ID, ClaimID: b.ClaimID, Sends: out,
-		At: j.r.cfg.Now(), Audit: func(map[uuid.UUID]bool) []store.AuditEntry { return j.audit(out, sendable, sends) }})
+		At: j.r.cfg.Now(), Audit: func(map[uuid.UUID]bool) []redrive.AuditEntry { return j.audit(out, sendable, sends) }})
 	switch {
-	case errors.Is(err, store.ErrClaimSettled):
+	case errors.Is(err, redrive.ErrClaimSettled):
 		j.log.Warn("jobs: a claim was settled by another instance meanwhile", "claim", b.ClaimID)
 		return false
 	case err != nil:
@@ -397,7 +399,7 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 		return false
 	}
 	j.followChains(ctx, out)
-	if job.State == store.JobDone {
+	if job.State == redrive.JobDone {
 		j.log.Info("jobs: job finished", "done", job.Done, "skipped", job.Skipped, "failed", job.Failed)
 	}
 	// Records the publisher did not send (it shut down) stay pending: stop claiming more.
@@ -434,15 +436,15 @@ func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend) {
 
 // audit returns the audit entries of the sends: one "retry" entry per record sent, with the
 // job's id and the outcome.
-func (j *jobRun) audit(out []store.JobSend, sendable []*store.ResendItem, all []store.JobSend) []store.AuditEntry {
-	state := make(map[int64]store.State, len(all))
+func (j *jobRun) audit(out []store.JobSend, sendable []*store.ResendItem, all []store.JobSend) []redrive.AuditEntry {
+	state := make(map[int64]redrive.State, len(all))
 	for i, s := range all {
 		if sendable[i] != nil {
 			state[s.Seq] = sendable[i].State
 		}
 	}
 	reason := j.job.Reason
-	entries := make([]store.AuditEntry, 0, len(out))
+	entries := make([]redrive.AuditEntry, 0, len(out))
 	for _, s := range out {
 		if s.Skipped != "" {
 			continue
@@ -456,12 +458,12 @@ func (j *jobRun) audit(out []store.JobSend, sendable []*store.ResendItem, all []
 			details["target_topic"] = *j.job.TargetTopic
 		}
 		if s.Acked {
-			details["outcome"] = string(resendtype.OutcomeResent)
+			details["outcome"] = string(redrive.OutcomeResent)
 		} else {
-			details["outcome"], details["error"] = string(resendtype.OutcomeFailed), s.Error
+			details["outcome"], details["error"] = string(redrive.OutcomeFailed), s.Error
 		}
 		id := s.FailureID
-		entries = append(entries, store.AuditEntry{FailureID: &id, Action: resendtype.AuditActionRetry,
+		entries = append(entries, redrive.AuditEntry{FailureID: &id, Action: resendtype.AuditActionRetry,
 			Principal: j.job.Principal, Reason: reason, Details: details})
 	}
 	return entries

@@ -19,7 +19,7 @@ import (
 // Publisher sends a job's records. *resend.Resender implements it.
 type Publisher interface {
 	// Publish produces one record per item and waits for the acknowledgements. It returns one
-	// error per item: nil when acknowledged, one wrapping resendtype.ErrClosed when the record
+	// error per item: nil when acknowledged, one wrapping redrive.ErrClosed when the record
 	// was not sent (shutting down).
 	Publish(items []store.ResendItem) []error
 	// RetryAt is when a RETRY_PENDING failure whose resend was not acknowledged for the

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/testkit"
@@ -23,7 +25,7 @@ func TestCloseJobPinsItsSelection(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	pinned := e.insertN(5, testkit.FailureRow{Topic: "billing"})
-	f := store.Filter{Topic: "billing"}
+	f := redrive.Filter{Topic: "billing"}
 	p, err := e.core.PreviewJob(ctx, operator.JobRequest{Action: operator.Close, Selection: operator.Selection{Filter: &f},
 		Principal: "alice", Reason: "billing outage"})
 	if err != nil {
@@ -41,7 +43,7 @@ func TestCloseJobPinsItsSelection(t *testing.T) {
 	if j.Done != 4 || j.Skipped != 1 || j.Failed != 0 || j.Remaining() != 0 || j.FinishedAt == nil {
 		t.Errorf("job = %+v", j.Job)
 	}
-	if got := e.states(later); got[store.StatePermanent] != 3 {
+	if got := e.states(later); got[redrive.StatePermanent] != 3 {
 		t.Errorf("failures stored after the preview: %v, want all PERMANENT", got)
 	}
 	skipped := e.items(p.Job.ID, "skipped")
@@ -95,7 +97,7 @@ func TestRetryJob(t *testing.T) {
 			t.Errorf("failed item %d has no error", it.Seq)
 		}
 	}
-	if got := e.states(refused); got[store.StatePermanent] != 3 {
+	if got := e.states(refused); got[redrive.StatePermanent] != 3 {
 		t.Errorf("refused failures: %v, want PERMANENT", got)
 	}
 }
@@ -188,13 +190,13 @@ func TestStrandedClaimOfACanceledJob(t *testing.T) {
 	c.Publisher = e.instance().Resender()
 	e.run(c)
 	j := e.waitJob(id, time.Minute, "settled", func(j *operator.JobView) bool { return j.Done == 20 })
-	if j.State != store.JobCanceled || j.Failed != 0 || j.Skipped != 0 || j.Remaining() != 20 {
+	if j.State != redrive.JobCanceled || j.Failed != 0 || j.Skipped != 0 || j.Remaining() != 20 {
 		t.Errorf("canceled job = %+v", j.Job)
 	}
 	if n := len(e.items(id, "pending")); n != 20 {
 		t.Errorf("%d pending items, want 20", n)
 	}
-	if got := e.states(ids); got[store.StateResent] != 20 || got[store.StatePermanent] != 20 {
+	if got := e.states(ids); got[redrive.StateResent] != 20 || got[redrive.StatePermanent] != 20 {
 		t.Errorf("states = %v", got)
 	}
 	byTag, total := e.sent("orders")
@@ -216,7 +218,7 @@ func TestStopWhileWaitingOnTheRateLimit(t *testing.T) {
 	r.stop() // the first batch (a second's worth) is done; the second waits on the limiter
 	j := e.job(id)
 	pending := e.items(id, "pending")
-	if j.State != store.JobRunning || j.Failed != 0 || j.Skipped != 0 || j.Done == 12 || int64(len(pending)) != j.Remaining() {
+	if j.State != redrive.JobRunning || j.Failed != 0 || j.Skipped != 0 || j.Done == 12 || int64(len(pending)) != j.Remaining() {
 		t.Errorf("stopped job = %+v, %d pending", j.Job, len(pending))
 	}
 	e.run(jobs.Config{Publisher: e.instance().Resender()})
@@ -246,7 +248,7 @@ func TestPublisherClosedMidJob(t *testing.T) {
 	e.waitJob(id, time.Minute, "tried with the producer closed", func(*operator.JobView) bool { return triedClosed.Load() })
 	r.stop()
 	j := e.job(id)
-	if j.State != store.JobRunning || j.Failed != 0 || j.Skipped != 0 || j.Done == 12 || int64(len(e.items(id, "pending"))) != j.Remaining() {
+	if j.State != redrive.JobRunning || j.Failed != 0 || j.Skipped != 0 || j.Done == 12 || int64(len(e.items(id, "pending"))) != j.Remaining() {
 		t.Errorf("job after the producer closed = %+v", j.Job)
 	}
 	e.run(jobs.Config{Publisher: e.instance().Resender()})
@@ -298,7 +300,7 @@ func TestSlowJobsDoNotDelayAnother(t *testing.T) {
 	fastID := e.start(operator.JobRequest{Action: operator.Retry, Selection: operator.Selection{IDs: fast}, RateLimit: 1000})
 	e.waitJob(fastID, 30*time.Second, "done", done)
 	for _, id := range slow {
-		if j := e.job(id); j.State != store.JobRunning || j.Done != 1 {
+		if j := e.job(id); j.State != redrive.JobRunning || j.Done != 1 {
 			t.Errorf("slow job = %+v", j.Job)
 		}
 	}
@@ -359,7 +361,7 @@ func TestJobPauseResumeCancel(t *testing.T) {
 		e.waitJob(blocker, time.Minute, "done", done)
 	}
 	e.insertN(60, testkit.FailureRow{Topic: "slow"})
-	f := store.Filter{Topic: "slow"}
+	f := redrive.Filter{Topic: "slow"}
 	id := e.start(operator.JobRequest{Action: operator.Close, Selection: operator.Selection{Filter: &f}, Reason: "r", RateLimit: 40})
 	e.waitJob(id, time.Minute, "under way", func(j *operator.JobView) bool { return j.Done >= 5 })
 	if _, err := e.core.ChangeJob(ctx, id, "pause", operator.Reader{Principal: "bob"}); err != nil {
@@ -367,7 +369,7 @@ func TestJobPauseResumeCancel(t *testing.T) {
 	}
 	paused := e.job(id)
 	stopped()
-	if j := e.job(id); j.State != store.JobPaused || j.Done > paused.Done+5 || j.Done == 60 {
+	if j := e.job(id); j.State != redrive.JobPaused || j.Done > paused.Done+5 || j.Done == 60 {
 		t.Errorf("paused job: %+v (at the pause %d done)", j.Job, paused.Done)
 	}
 	if _, err := e.core.ChangeJob(ctx, id, "pause", operator.Reader{Principal: "bob"}); err == nil {
@@ -382,7 +384,7 @@ func TestJobPauseResumeCancel(t *testing.T) {
 	}
 
 	e.insertN(50, testkit.FailureRow{Topic: "cancel"})
-	f2 := store.Filter{Topic: "cancel"}
+	f2 := redrive.Filter{Topic: "cancel"}
 	id2 := e.start(operator.JobRequest{Action: operator.Close, Selection: operator.Selection{Filter: &f2}, Reason: "r", RateLimit: 20})
 	e.waitJob(id2, time.Minute, "under way", func(j *operator.JobView) bool { return j.Done >= 1 })
 	if _, err := e.core.ChangeJob(ctx, id2, "cancel", operator.Reader{Principal: "bob"}); err != nil {
@@ -391,7 +393,7 @@ func TestJobPauseResumeCancel(t *testing.T) {
 	stopped()
 	j2 := e.job(id2)
 	pending := e.items(id2, "pending")
-	if j2.State != store.JobCanceled || j2.Remaining() == 0 || int64(len(pending)) != j2.Remaining() || j2.Failed != 0 {
+	if j2.State != redrive.JobCanceled || j2.Remaining() == 0 || int64(len(pending)) != j2.Remaining() || j2.Failed != 0 {
 		t.Errorf("canceled job: %+v, %d pending", j2.Job, len(pending))
 	}
 	if _, err := e.core.ChangeJob(ctx, id2, "resume", operator.Reader{Principal: "bob"}); err == nil {

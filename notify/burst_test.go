@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/testkit"
@@ -239,7 +241,7 @@ func TestBurstOfExhaustedFailures(t *testing.T) {
 	a := newInstance(t, db, "notify-a", hook, nil, nil)
 	b := newInstance(t, db, "notify-b", hook, nil, nil)
 	const burst = 10000
-	id := testkit.InsertFailure(t, db.Pool, testkit.FailureRow{State: store.StateRetryPending, ErrorCode: "TIMEOUT"})
+	id := testkit.InsertFailure(t, db.Pool, testkit.FailureRow{State: redrive.StateRetryPending, ErrorCode: "TIMEOUT"})
 	ctx := context.Background()
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO failures (state, temporality, error_code, error_message, event_id, idempotence_id,
 			event_created, publisher_system, publisher_service, original_topic, original_partition, original_offset, original_value,
@@ -252,13 +254,13 @@ func TestBurstOfExhaustedFailures(t *testing.T) {
 	exhaust := func() {
 		t.Helper()
 		if _, err := db.Pool.Exec(ctx, `UPDATE failures SET state = 'PERMANENT', state_reason = $1, next_attempt_at = NULL
-			WHERE state = 'RETRY_PENDING'`, store.StateReasonRetriesExhausted); err != nil {
+			WHERE state = 'RETRY_PENDING'`, redrive.StateReasonRetriesExhausted); err != nil {
 			t.Fatal(err)
 		}
 	}
 	exhaust()
 	runUntil(t, "the burst", func() bool { s, _ := rcv.counts(); return s == burst }, a, b)
-	testkit.InsertFailure(t, db.Pool, testkit.FailureRow{State: store.StateRetryPending, ErrorCode: "TIMEOUT", Causing: "late"})
+	testkit.InsertFailure(t, db.Pool, testkit.FailureRow{State: redrive.StateRetryPending, ErrorCode: "TIMEOUT", Causing: "late"})
 	exhaust()
 	runUntil(t, "the one after", func() bool { s, _ := rcv.counts(); return s == burst+1 }, a, b)
 	if s, posts := rcv.counts(); posts != s {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/notify"
 	"github.com/redrive/redrive/store"
@@ -48,11 +50,11 @@ func TestNotificationsCarryNoPayload(t *testing.T) {
 	if err := n.Round(ctx); err != nil { // sets the watermarks
 		t.Fatal(err)
 	}
-	row := testkit.FailureRow{State: store.StateRetryPending, ErrorCode: "SECRET_TEST", Key: []byte(secret),
+	row := testkit.FailureRow{State: redrive.StateRetryPending, ErrorCode: "SECRET_TEST", Key: []byte(secret),
 		Value: []byte(`{"ssn":"` + secret + `"}`), HeaderNames: []string{"x-secret"}, HeaderValues: [][]byte{[]byte(secret)}}
 	id := testkit.InsertFailure(t, pool, row)
 	testkit.InsertFailure(t, pool, row)
-	if _, err := pool.Exec(ctx, "UPDATE failures SET state = 'PERMANENT', state_reason = $2, updated_at = now() WHERE id = $1", id, store.StateReasonRetriesExhausted); err != nil {
+	if _, err := pool.Exec(ctx, "UPDATE failures SET state = 'PERMANENT', state_reason = $2, updated_at = now() WHERE id = $1", id, redrive.StateReasonRetriesExhausted); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO jobs (action, state, principal, selection, rate_limit, token_hash, total, done,

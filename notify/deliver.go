@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/store"
 )
 
@@ -44,7 +46,7 @@ func (n *Notifier) Deliver(ctx context.Context) error {
 		var (
 			wg   sync.WaitGroup
 			mu   sync.Mutex
-			next = make(chan store.Notification)
+			next = make(chan redrive.Notification)
 		)
 		for range min(n.cfg.Concurrency, len(due)) {
 			wg.Add(1)
@@ -72,12 +74,12 @@ func (n *Notifier) Deliver(ctx context.Context) error {
 }
 
 // deliver makes one attempt at a notification and records it.
-func (n *Notifier) deliver(ctx context.Context, note store.Notification) error {
+func (n *Notifier) deliver(ctx context.Context, note redrive.Notification) error {
 	if n.step(stepClaimed) != nil {
 		return nil // crashed before posting: the claim expires and another attempt comes
 	}
 	w := n.hooks[note.Webhook]
-	attempt := store.NotifyAttempt{Attempt: note.Attempts + 1, At: n.cfg.Now()}
+	attempt := redrive.NotifyAttempt{Attempt: note.Attempts + 1, At: n.cfg.Now()}
 	var outcome store.NotifyOutcome
 	if w == nil {
 		attempt.Error = "no webhook of this name is configured any more"
@@ -123,10 +125,10 @@ func (n *Notifier) backoff(attempt int) time.Duration {
 
 // DeliveryID is the X-Redrive-Delivery header of a notification: the same on every attempt,
 // so that a receiver drops a repeat (delivery is at least once).
-func DeliveryID(note store.Notification) string { return strconv.FormatInt(note.ID, 10) }
+func DeliveryID(note redrive.Notification) string { return strconv.FormatInt(note.ID, 10) }
 
 // post sends one notification; it returns the status and, when it is not a 2xx, why.
-func (n *Notifier) post(ctx context.Context, w *Webhook, note store.Notification) (int, string) {
+func (n *Notifier) post(ctx context.Context, w *Webhook, note redrive.Notification) (int, string) {
 	body, err := Body(w.Format, note.Payload)
 	if err != nil {
 		return 0, err.Error()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // event is one detected event.
@@ -47,9 +47,9 @@ func (n *Notifier) Detect(ctx context.Context) error {
 
 // build turns a page of events into one notification per webhook that wants each. It runs in
 // the transaction that takes the events.
-func (n *Notifier) build(_ context.Context, events []store.NotifyEvent) ([]store.Notification, error) {
+func (n *Notifier) build(_ context.Context, events []redrive.NotifyEvent) ([]redrive.Notification, error) {
 	now := n.cfg.Now()
-	var out []store.Notification
+	var out []redrive.Notification
 	for i := range events {
 		se := &events[i]
 		if !n.anyWants(se.EventType) {
@@ -68,20 +68,20 @@ func (n *Notifier) build(_ context.Context, events []store.NotifyEvent) ([]store
 }
 
 // notifications returns the notifications of e, one per webhook that wants its type.
-func (n *Notifier) notifications(name string, e event, now time.Time) []store.Notification {
-	var ns []store.Notification
+func (n *Notifier) notifications(name string, e event, now time.Time) []redrive.Notification {
+	var ns []redrive.Notification
 	for _, w := range n.hooks {
 		if !w.wants(name) {
 			continue
 		}
 		payload := map[string]any{"event": name, "at": e.at.UTC().Format(time.RFC3339Nano), "summary": e.summary, "data": e.data}
-		ns = append(ns, store.Notification{Webhook: w.Name, EventType: name, DedupeKey: e.key, Payload: payload, CreatedAt: now})
+		ns = append(ns, redrive.Notification{Webhook: w.Name, EventType: name, DedupeKey: e.key, Payload: payload, CreatedAt: now})
 	}
 	return ns
 }
 
 // describe makes the event of a stored one; false when its subject is gone.
-func (n *Notifier) describe(se *store.NotifyEvent) (event, bool) {
+func (n *Notifier) describe(se *redrive.NotifyEvent) (event, bool) {
 	switch {
 	case se.EventType == EventGroupNew && se.Group != nil:
 		g := se.Group
@@ -125,7 +125,7 @@ func (n *Notifier) busyGroups(ctx context.Context) error {
 		return err
 	}
 	bucket := now.UnixNano() / int64(n.cfg.Window)
-	var ns []store.Notification
+	var ns []redrive.Notification
 	for _, g := range groups {
 		d := groupData(&g, n.link(fmt.Sprintf("/failures?group_id=%d", g.ID)))
 		d["count"], d["window"], d["threshold"] = g.TotalCount, n.cfg.Window.String(), n.cfg.Threshold
@@ -137,7 +137,7 @@ func (n *Notifier) busyGroups(ctx context.Context) error {
 	return err
 }
 
-func groupData(g *store.Group, link string) map[string]any {
+func groupData(g *redrive.Group, link string) map[string]any {
 	return map[string]any{"group_id": g.ID, "publisher_service": g.PublisherService, "message_type": g.MessageType,
 		"error_code": g.ErrorCode, "stack_trace_hash": g.StackTraceHash, "first_seen": g.FirstSeen.UTC().Format(time.RFC3339Nano),
 		"link": link}

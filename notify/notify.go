@@ -30,15 +30,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/store"
 )
 
 // Event types.
 const (
-	EventGroupNew         = store.NotifyEventGroupNew
+	EventGroupNew         = redrive.NotifyEventGroupNew
 	EventGroupThreshold   = "group.threshold"
-	EventFailureExhausted = store.NotifyEventFailureExhausted
-	EventJobFinished      = store.NotifyEventJobFinished
+	EventFailureExhausted = redrive.NotifyEventFailureExhausted
+	EventJobFinished      = redrive.NotifyEventJobFinished
 )
 
 // EventTypes lists every event type.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/notify"
 	"github.com/redrive/redrive/store"
@@ -143,8 +145,8 @@ func TestEvents(t *testing.T) {
 	for range 3 {
 		testkit.InsertFailure(t, pool, testkit.FailureRow{ErrorCode: "BURST"})
 	}
-	id := testkit.InsertFailure(t, pool, testkit.FailureRow{State: store.StateRetryPending, ErrorCode: "TIMEOUT"})
-	if _, err := pool.Exec(ctx, "UPDATE failures SET state = 'PERMANENT', state_reason = $2, updated_at = now() WHERE id = $1", id, store.StateReasonRetriesExhausted); err != nil {
+	id := testkit.InsertFailure(t, pool, testkit.FailureRow{State: redrive.StateRetryPending, ErrorCode: "TIMEOUT"})
+	if _, err := pool.Exec(ctx, "UPDATE failures SET state = 'PERMANENT', state_reason = $2, updated_at = now() WHERE id = $1", id, redrive.StateReasonRetriesExhausted); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO jobs (action, state, principal, selection, rate_limit, token_hash, total, done,

@@ -47,7 +47,7 @@ const (
 )
 
 // actionStates are the states an action applies to: the open ones.
-var actionStates = []store.State{store.StateRetryPending, store.StatePermanent}
+var actionStates = []redrive.State{redrive.StateRetryPending, redrive.StatePermanent}
 
 // Success returns the outcome of a failure the action applied to.
 func (a Action) Success() Outcome {
@@ -60,7 +60,7 @@ func (a Action) Success() Outcome {
 // auditAction is the audit action of one item of a: resends are "retry" entries.
 func (a Action) auditAction() string {
 	if a == Close {
-		return store.AuditActionClose
+		return redrive.AuditActionClose
 	}
 	return resendtype.AuditActionRetry
 }
@@ -74,11 +74,11 @@ func (a Action) Outcomes() []Outcome {
 }
 
 // target is the state a failure is in after the action applied to it.
-func (a Action) target() store.State {
+func (a Action) target() redrive.State {
 	if a == Close {
-		return store.StateClosed
+		return redrive.StateClosed
 	}
-	return store.StateResent
+	return redrive.StateResent
 }
 
 // ItemOutcome is the outcome of an action for one failure.
@@ -86,10 +86,10 @@ type ItemOutcome struct {
 	ID      uuid.UUID
 	Outcome Outcome
 	// Before is the failure's state before the action; empty when not found.
-	Before store.State
+	Before redrive.State
 	// After is its state after the action (for a dry run, the state it would have); empty
 	// when not found.
-	After store.State
+	After redrive.State
 	// Detail says why the outcome is not the action's success; empty otherwise.
 	Detail string
 }
@@ -98,7 +98,7 @@ type ItemOutcome struct {
 // selects (exactly one of the two).
 type Selection struct {
 	IDs    []uuid.UUID
-	Filter *store.Filter
+	Filter *redrive.Filter
 }
 
 // ActionRequest asks for an action.
@@ -132,7 +132,7 @@ type ActionResult struct {
 	// Items has one outcome per failure acted on, in request order; a dry run by filter
 	// only counts (Items is empty).
 	Items []ItemOutcome
-	// Parked has the outcomes of the failures parked behind a head (store.ParkedChain) that a
+	// Parked has the outcomes of the failures parked behind a head (redrive.ParkedChain) that a
 	// retry of that one head, or its close with Release, resent after it, in offset order.
 	// They are not counted in Matched or Counts.
 	Parked []ItemOutcome
@@ -291,7 +291,7 @@ func (c *Core) preview(ctx context.Context, act Action, ids []uuid.UUID) ([]Item
 			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeNotFound, Detail: "no failure has this id"})
 		case !slices.Contains(actionStates, st.State):
 			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeConflict, Before: st.State, After: st.State,
-				Detail: (&store.TransitionError{ID: id, From: st.State, Action: string(act)}).Error()})
+				Detail: (&redrive.TransitionError{ID: id, From: st.State, Action: string(act)}).Error()})
 		case st.Leased:
 			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeConflict, Before: st.State, After: st.State,
 				Detail: "a resend of this failure is in progress"})
@@ -307,7 +307,7 @@ func (c *Core) preview(ctx context.Context, act Action, ids []uuid.UUID) ([]Item
 // fails because the resender is shutting down, nothing was done: that is an error wrapping
 // ErrUnavailable.
 func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any, target string, headers []avro.Header) ([]ItemOutcome, error) {
-	chunk := store.MaxCloseIDs
+	chunk := redrive.MaxCloseIDs
 	if act != Close {
 		chunk = max(1, c.cfg.Resender.MaxIDs())
 	}
@@ -323,13 +323,13 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 		} else {
 			res, err = c.close(ctx, part, principal, reason, details)
 		}
-		if errors.Is(err, resendtype.ErrClosed) && start == 0 {
+		if errors.Is(err, redrive.ErrClosed) && start == 0 {
 			return nil, fmt.Errorf("%w: the resender is shutting down", ErrUnavailable)
 		}
 		if err != nil {
 			c.log.Error("operator: action failed", "action", act, "principal", principal, "done", start, "left", len(ids)-start, "error", err)
 			detail := string(act) + " failed: internal error; the server log has the details"
-			if errors.Is(err, resendtype.ErrClosed) {
+			if errors.Is(err, redrive.ErrClosed) {
 				detail = string(act) + " failed: the resender is shutting down"
 			}
 			for _, id := range ids[start:] {
@@ -369,7 +369,7 @@ func resendOutcome(it resendtype.ItemResult) ItemOutcome {
 	return o
 }
 
-// close closes ids (at most store.MaxCloseIDs).
+// close closes ids (at most redrive.MaxCloseIDs).
 func (c *Core) close(ctx context.Context, ids []uuid.UUID, principal, reason string, details map[string]any) ([]ItemOutcome, error) {
 	res, err := c.store.CloseFailures(ctx, store.CloseRequest{IDs: ids, Principal: principal, Reason: reason, Details: details})
 	if err != nil {
@@ -388,7 +388,7 @@ func (c *Core) close(ctx context.Context, ids []uuid.UUID, principal, reason str
 
 // describeFilter returns f for an audit entry: each parameter with its value, or its values
 // when it has several.
-func describeFilter(f store.Filter) map[string]any {
+func describeFilter(f redrive.Filter) map[string]any {
 	out := map[string]any{}
 	for name, vs := range FilterValues(f) {
 		if len(vs) == 1 {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/testkit"
@@ -41,8 +43,8 @@ func TestActRefusals(t *testing.T) {
 	}
 	id := testkit.InsertFailure(t, pool, testkit.FailureRow{})
 	ctx := context.Background()
-	empty := store.Filter{}
-	bulk := store.Filter{Topic: "bulk"}
+	empty := redrive.Filter{}
+	bulk := redrive.Filter{Topic: "bulk"}
 	ids := func(n int) []uuid.UUID {
 		out := make([]uuid.UUID, n)
 		for i := range out {
@@ -71,7 +73,7 @@ func TestActRefusals(t *testing.T) {
 		_, err := c.Act(ctx, c2.req)
 		var ie *operator.InputError
 		switch {
-		case c2.unav && !errors.Is(err, operator.ErrUnavailable):
+		case c2.unav && !errors.Is(err, redrive.ErrUnavailable):
 			t.Errorf("%s: %v, want ErrUnavailable", name, err)
 		case !c2.unav && (!errors.As(err, &ie) || ie.Field != c2.field):
 			t.Errorf("%s: %v, want an input error on %s", name, err, c2.field)
@@ -79,7 +81,7 @@ func TestActRefusals(t *testing.T) {
 	}
 	// A dry run over the cap still counts.
 	res, err := c.Act(ctx, operator.ActionRequest{Action: operator.Close, DryRun: true, Principal: "alice", Selection: operator.Selection{Filter: &bulk}})
-	if err != nil || res.Matched != 3 || res.Counts[operator.OutcomeClosed] != 3 {
+	if err != nil || res.Matched != 3 || res.Counts[redrive.OutcomeClosed] != 3 {
 		t.Errorf("dry run over the cap = %+v, %v", res, err)
 	}
 	var audit int
@@ -93,8 +95,8 @@ func TestActBeforeAndAfter(t *testing.T) {
 	t.Parallel()
 	c, s := newCore(t, nil)
 	pool := s.Pool()
-	open := testkit.InsertFailure(t, pool, testkit.FailureRow{State: store.StateRetryPending})
-	resent := testkit.InsertFailure(t, pool, testkit.FailureRow{State: store.StateResent})
+	open := testkit.InsertFailure(t, pool, testkit.FailureRow{State: redrive.StateRetryPending})
+	resent := testkit.InsertFailure(t, pool, testkit.FailureRow{State: redrive.StateResent})
 	missing := uuid.New()
 	req := operator.ActionRequest{Action: operator.Close, Principal: "alice", Reason: "noise",
 		Selection: operator.Selection{IDs: []uuid.UUID{open, resent, missing, open}}}
@@ -105,9 +107,9 @@ func TestActBeforeAndAfter(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []operator.ItemOutcome{
-			{ID: open, Outcome: operator.OutcomeClosed, Before: store.StateRetryPending, After: store.StateClosed},
-			{ID: resent, Outcome: operator.OutcomeConflict, Before: store.StateResent, After: store.StateResent},
-			{ID: missing, Outcome: operator.OutcomeNotFound},
+			{ID: open, Outcome: redrive.OutcomeClosed, Before: redrive.StateRetryPending, After: redrive.StateClosed},
+			{ID: resent, Outcome: redrive.OutcomeConflict, Before: redrive.StateResent, After: redrive.StateResent},
+			{ID: missing, Outcome: redrive.OutcomeNotFound},
 		}
 		if res.Matched != 3 || len(res.Items) != 3 || res.Succeeded() {
 			t.Fatalf("dry %v: %+v", dry, res)
@@ -145,10 +147,10 @@ func TestUpdateGroupChangesOnlyWhatDiffers(t *testing.T) {
 	if err != nil || len(v.Audit) != 2 {
 		t.Errorf("group audit = %d entries (%v), want 2: an edit that changes nothing is not audited", len(v.Audit), err)
 	}
-	if _, err := c.UpdateGroup(ctx, gid+1000, operator.GroupUpdate{Ticket: &ticket}, "alice"); !errors.Is(err, operator.ErrNotFound) {
+	if _, err := c.UpdateGroup(ctx, gid+1000, operator.GroupUpdate{Ticket: &ticket}, "alice"); !errors.Is(err, redrive.ErrNotFound) {
 		t.Errorf("unknown group = %v", err)
 	}
-	long := string(make([]byte, store.MaxTicketLen+1))
+	long := string(make([]byte, redrive.MaxTicketLen+1))
 	if _, err := c.UpdateGroup(ctx, gid, operator.GroupUpdate{Ticket: &long}, "alice"); err == nil {
 		t.Error("an over-long ticket was accepted")
 	}

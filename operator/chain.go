@@ -5,21 +5,22 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/resend/resendtype"
-	"github.com/redrive/redrive/store"
 )
 
-// ParkedChain returns the ordering-guard chain of the failure with id (store.ParkedChain): for
+// ParkedChain returns the ordering-guard chain of the failure with id (redrive.ParkedChain): for
 // a head, the failures parked behind it in offset order; for a parked failure, its head. It
 // wraps ErrNotFound when no failure has the id.
-func (c *Core) ParkedChain(ctx context.Context, id uuid.UUID) (store.ParkedChain, error) {
+func (c *Core) ParkedChain(ctx context.Context, id uuid.UUID) (redrive.ParkedChain, error) {
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
 	ch, err := c.store.ParkedChain(qctx, id)
 	if err != nil {
-		return store.ParkedChain{}, fromStore(err)
+		return redrive.ParkedChain{}, fromStore(err)
 	}
 	return ch, nil
 }
@@ -33,7 +34,7 @@ func (c *Core) planChain(ctx context.Context, id uuid.UUID, release bool) (chain
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
 	ch, err := c.store.ParkedChain(qctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, redrive.ErrNotFound) {
 		return chainPlan{}, nil
 	}
 	if err != nil {

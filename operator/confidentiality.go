@@ -4,8 +4,9 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // The confidentiality policy of payloads, in one place. Every use case of the core that
@@ -82,7 +83,7 @@ func (c *Core) viewRecord(key, value []byte, headers []avro.Header, reader Reade
 // header value term over a header the rules hide. The answer depends only on which criteria
 // are given and on the topic, never on the terms themselves, so it cannot tell a secret from
 // a wrong guess. The error is a forbidden *InputError naming the criterion.
-func (c *Core) checkFilter(f store.Filter, reader Reader) error {
+func (c *Core) checkFilter(f redrive.Filter, reader Reader) error {
 	if !reader.Payload {
 		for _, p := range []struct {
 			name  string
@@ -189,7 +190,7 @@ func (c *Core) redactDetails(details map[string]any, reader Reader) (map[string]
 }
 
 // redactAudit redacts the filters described in the details of entries for reader, in place.
-func (c *Core) redactAudit(entries []store.AuditEntry, reader Reader) {
+func (c *Core) redactAudit(entries []redrive.AuditEntry, reader Reader) {
 	for i := range entries {
 		entries[i].Details, _ = c.redactDetails(entries[i].Details, reader)
 	}
@@ -197,7 +198,7 @@ func (c *Core) redactAudit(entries []store.AuditEntry, reader Reader) {
 
 // redactJob returns j with its selection's filter redacted for reader (j is not changed), and
 // whether anything was hidden.
-func (c *Core) redactJob(j *store.Job, reader Reader) (*store.Job, bool) {
+func (c *Core) redactJob(j *redrive.Job, reader Reader) (*redrive.Job, bool) {
 	sel, hid := c.redactDetails(j.Selection, reader)
 	if !hid {
 		return j, false

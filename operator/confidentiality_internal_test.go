@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/masking"
-	"github.com/redrive/redrive/store"
 )
 
 func confCore(t *testing.T) *Core {
@@ -29,24 +30,24 @@ func TestCheckFilter(t *testing.T) {
 	none, payload := Reader{Principal: "nina"}, Reader{Principal: "vera", Payload: true}
 	for _, tc := range []struct {
 		name   string
-		f      store.Filter
+		f      redrive.Filter
 		reader Reader
 		field  string // "" allowed
 	}{
-		{"key without payload", store.Filter{Key: []byte(term)}, none, ParamKey},
-		{"key prefix without payload", store.Filter{KeyPrefix: []byte(term)}, none, ParamKeyPrefix},
-		{"payload without payload", store.Filter{Topic: "orders", Payload: []byte(term)}, none, ParamPayload},
-		{"header value without payload", store.Filter{HeaderName: "x-plain", HeaderValue: []byte(term)}, none, ParamHeader},
-		{"header name without payload", store.Filter{HeaderName: "x-secret"}, none, ""},
-		{"metadata without payload", store.Filter{Topic: "secure", ErrorCode: "X", TraceID: "0af7651916cd43dd8448eb211c80319c"}, none, ""},
-		{"key with payload", store.Filter{Key: []byte(term)}, payload, ""},
-		{"payload of an unmasked topic", store.Filter{Topic: "orders", Payload: []byte(term)}, payload, ""},
-		{"payload of a masked topic", store.Filter{Topic: "secure", Payload: []byte(term)}, payload, ParamPayload},
-		{"payload of every topic", store.Filter{Payload: []byte(term)}, payload, ParamPayload},
-		{"masked header on its topic", store.Filter{Topic: "secure", HeaderName: "X-Secret", HeaderValue: []byte(term)}, payload, ParamHeader},
-		{"masked header on every topic", store.Filter{HeaderName: "x-secret", HeaderValue: []byte(term)}, payload, ParamHeader},
-		{"masked header name elsewhere", store.Filter{Topic: "orders", HeaderName: "x-secret", HeaderValue: []byte(term)}, payload, ""},
-		{"unmasked header value", store.Filter{HeaderName: "x-plain", HeaderValue: []byte(term)}, payload, ""},
+		{"key without payload", redrive.Filter{Key: []byte(term)}, none, ParamKey},
+		{"key prefix without payload", redrive.Filter{KeyPrefix: []byte(term)}, none, ParamKeyPrefix},
+		{"payload without payload", redrive.Filter{Topic: "orders", Payload: []byte(term)}, none, ParamPayload},
+		{"header value without payload", redrive.Filter{HeaderName: "x-plain", HeaderValue: []byte(term)}, none, ParamHeader},
+		{"header name without payload", redrive.Filter{HeaderName: "x-secret"}, none, ""},
+		{"metadata without payload", redrive.Filter{Topic: "secure", ErrorCode: "X", TraceID: "0af7651916cd43dd8448eb211c80319c"}, none, ""},
+		{"key with payload", redrive.Filter{Key: []byte(term)}, payload, ""},
+		{"payload of an unmasked topic", redrive.Filter{Topic: "orders", Payload: []byte(term)}, payload, ""},
+		{"payload of a masked topic", redrive.Filter{Topic: "secure", Payload: []byte(term)}, payload, ParamPayload},
+		{"payload of every topic", redrive.Filter{Payload: []byte(term)}, payload, ParamPayload},
+		{"masked header on its topic", redrive.Filter{Topic: "secure", HeaderName: "X-Secret", HeaderValue: []byte(term)}, payload, ParamHeader},
+		{"masked header on every topic", redrive.Filter{HeaderName: "x-secret", HeaderValue: []byte(term)}, payload, ParamHeader},
+		{"masked header name elsewhere", redrive.Filter{Topic: "orders", HeaderName: "x-secret", HeaderValue: []byte(term)}, payload, ""},
+		{"unmasked header value", redrive.Filter{HeaderName: "x-plain", HeaderValue: []byte(term)}, payload, ""},
 	} {
 		err := c.checkFilter(tc.f, tc.reader)
 		var ie *InputError
@@ -67,7 +68,7 @@ func TestCheckFilter(t *testing.T) {
 func TestRedactDetails(t *testing.T) {
 	t.Parallel()
 	c := confCore(t)
-	desc := describeFilter(store.Filter{Topic: "secure", Key: []byte("k-secret"), KeyPrefix: []byte("k-"),
+	desc := describeFilter(redrive.Filter{Topic: "secure", Key: []byte("k-secret"), KeyPrefix: []byte("k-"),
 		Payload: []byte("p-secret"), HeaderName: "x-secret", HeaderValue: []byte("h-secret"), ErrorCode: "E"})
 	details := map[string]any{"job_id": "j", "selection": map[string]any{"filter": desc}}
 	for _, tc := range []struct {
@@ -115,7 +116,7 @@ func TestRedactDetails(t *testing.T) {
 func TestRevisionView(t *testing.T) {
 	t.Parallel()
 	c := confCore(t)
-	rev := store.Revision{TargetTopic: "orders", Key: []byte("k"), Value: []byte(`{"ssn":"123-45"}`),
+	rev := redrive.Revision{TargetTopic: "orders", Key: []byte("k"), Value: []byte(`{"ssn":"123-45"}`),
 		Headers: []avro.Header{{Name: "x-secret", Value: []byte("h")}}}
 	got := c.revisionView(rev, "secure", Reader{Payload: true})
 	if string(got.Value) != `{"ssn":"******"}` || string(got.Headers[0].Value) != "*" || string(got.Key) != "k" {

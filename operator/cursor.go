@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/redrive/redrive"
 
-	"github.com/redrive/redrive/store"
+	"github.com/google/uuid"
 )
 
 // Cursors are opaque to clients: base64url (no padding) of a version byte, a kind byte, and the
@@ -31,11 +31,11 @@ const (
 )
 
 // encodeFailureCursor returns the cursor of the page after p in order o.
-func encodeFailureCursor(p store.Position, o store.Order) string {
+func encodeFailureCursor(p redrive.Position, o redrive.Order) string {
 	b := make([]byte, failureCursorBytes)
 	b[0] = cursorVersion
 	b[1] = cursorFailuresNew
-	if o == store.OldestFirst {
+	if o == redrive.OldestFirst {
 		b[1] = cursorFailuresOld
 	}
 	binary.BigEndian.PutUint64(b[2:10], uint64(p.CreatedAt.UnixMicro()))
@@ -44,13 +44,13 @@ func encodeFailureCursor(p store.Position, o store.Order) string {
 }
 
 // decodeFailureCursor validates a failure cursor for order o.
-func decodeFailureCursor(s string, o store.Order) (*store.Position, error) {
+func decodeFailureCursor(s string, o redrive.Order) (*redrive.Position, error) {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil || len(b) != failureCursorBytes || b[0] != cursorVersion {
 		return nil, invalid("cursor", "not a cursor of this API: pass next_cursor unchanged")
 	}
 	want := byte(cursorFailuresNew)
-	if o == store.OldestFirst {
+	if o == redrive.OldestFirst {
 		want = cursorFailuresOld
 	}
 	switch b[1] {
@@ -65,7 +65,7 @@ func decodeFailureCursor(s string, o store.Order) (*store.Position, error) {
 		return nil, invalid("cursor", "not a cursor of this API: pass next_cursor unchanged")
 	}
 	id, _ := uuid.FromBytes(b[10:])
-	return &store.Position{CreatedAt: time.UnixMicro(micros).UTC(), ID: id}, nil
+	return &redrive.Position{CreatedAt: time.UnixMicro(micros).UTC(), ID: id}, nil
 }
 
 // encodeTimeIDCursor returns a cursor of kind whose sort key is a time and a positive id.
@@ -92,31 +92,31 @@ func decodeTimeIDCursor(s string, kind byte, what string) (time.Time, int64, err
 }
 
 // encodeGroupCursor returns the cursor of the group page after p.
-func encodeGroupCursor(p store.GroupPosition) string {
+func encodeGroupCursor(p redrive.GroupPosition) string {
 	return encodeTimeIDCursor(cursorGroups, p.LastSeen, p.ID)
 }
 
 // decodeGroupCursor validates a group cursor.
-func decodeGroupCursor(s string) (*store.GroupPosition, error) {
+func decodeGroupCursor(s string) (*redrive.GroupPosition, error) {
 	t, id, err := decodeTimeIDCursor(s, cursorGroups, "a group list")
 	if err != nil {
 		return nil, err
 	}
-	return &store.GroupPosition{LastSeen: t, ID: id}, nil
+	return &redrive.GroupPosition{LastSeen: t, ID: id}, nil
 }
 
 // encodeAuditCursor returns the cursor of the audit page after p.
-func encodeAuditCursor(p store.AuditPosition) string {
+func encodeAuditCursor(p redrive.AuditPosition) string {
 	return encodeTimeIDCursor(cursorAudit, p.At, p.ID)
 }
 
 // decodeAuditCursor validates an audit cursor.
-func decodeAuditCursor(s string) (*store.AuditPosition, error) {
+func decodeAuditCursor(s string) (*redrive.AuditPosition, error) {
 	t, id, err := decodeTimeIDCursor(s, cursorAudit, "an audit list")
 	if err != nil {
 		return nil, err
 	}
-	return &store.AuditPosition{At: t, ID: id}, nil
+	return &redrive.AuditPosition{At: t, ID: id}, nil
 }
 
 // encodeReactivationCursor returns the cursor of the reactivation page after the run id.
@@ -141,7 +141,7 @@ func decodeReactivationCursor(s string) (int64, error) {
 }
 
 // encodeJobCursor returns the cursor of the job page after p.
-func encodeJobCursor(p store.JobPosition) string {
+func encodeJobCursor(p redrive.JobPosition) string {
 	b := make([]byte, failureCursorBytes)
 	b[0], b[1] = cursorVersion, cursorJobs
 	binary.BigEndian.PutUint64(b[2:10], uint64(p.CreatedAt.UnixMicro()))
@@ -150,7 +150,7 @@ func encodeJobCursor(p store.JobPosition) string {
 }
 
 // decodeJobCursor validates a job cursor.
-func decodeJobCursor(s string) (*store.JobPosition, error) {
+func decodeJobCursor(s string) (*redrive.JobPosition, error) {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil || len(b) != failureCursorBytes || b[0] != cursorVersion || b[1] != cursorJobs {
 		return nil, invalid("cursor", "not a job list cursor of this API: pass next_cursor unchanged")
@@ -160,5 +160,5 @@ func decodeJobCursor(s string) (*store.JobPosition, error) {
 		return nil, invalid("cursor", "not a job list cursor of this API: pass next_cursor unchanged")
 	}
 	id, _ := uuid.FromBytes(b[10:])
-	return &store.JobPosition{CreatedAt: time.UnixMicro(micros).UTC(), ID: id}, nil
+	return &redrive.JobPosition{CreatedAt: time.UnixMicro(micros).UTC(), ID: id}, nil
 }

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/redrive/redrive"
 
-	"github.com/redrive/redrive/store"
+	"github.com/google/uuid"
 )
 
 func TestCursorRoundTrip(t *testing.T) {
-	p := store.Position{CreatedAt: time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC), ID: uuid.New()}
-	for _, o := range []store.Order{store.NewestFirst, store.OldestFirst} {
+	p := redrive.Position{CreatedAt: time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC), ID: uuid.New()}
+	for _, o := range []redrive.Order{redrive.NewestFirst, redrive.OldestFirst} {
 		got, err := decodeFailureCursor(encodeFailureCursor(p, o), o)
 		if err != nil || !got.CreatedAt.Equal(p.CreatedAt) || got.ID != p.ID {
 			t.Errorf("order %d: round trip = %+v, %v", o, got, err)
@@ -24,7 +24,7 @@ func TestCursorRoundTrip(t *testing.T) {
 			t.Error("a failure cursor was accepted as a group cursor")
 		}
 	}
-	g := store.GroupPosition{LastSeen: p.CreatedAt, ID: 42}
+	g := redrive.GroupPosition{LastSeen: p.CreatedAt, ID: 42}
 	if got, err := decodeGroupCursor(encodeGroupCursor(g)); err != nil || *got != g {
 		t.Errorf("group round trip = %+v, %v", got, err)
 	}
@@ -32,12 +32,12 @@ func TestCursorRoundTrip(t *testing.T) {
 
 // A cursor from a client either decodes to a position within PostgreSQL's range or is a 400.
 func FuzzDecodeCursor(f *testing.F) {
-	f.Add(encodeFailureCursor(store.Position{CreatedAt: time.Now(), ID: uuid.New()}, store.NewestFirst))
-	f.Add(encodeGroupCursor(store.GroupPosition{LastSeen: time.Now(), ID: 7}))
+	f.Add(encodeFailureCursor(redrive.Position{CreatedAt: time.Now(), ID: uuid.New()}, redrive.NewestFirst))
+	f.Add(encodeGroupCursor(redrive.GroupPosition{LastSeen: time.Now(), ID: 7}))
 	f.Add("")
 	f.Add("AQ")
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, o := range []store.Order{store.NewestFirst, store.OldestFirst} {
+		for _, o := range []redrive.Order{redrive.NewestFirst, redrive.OldestFirst} {
 			if p, err := decodeFailureCursor(s, o); err == nil {
 				if y := p.CreatedAt.Year(); y < 1 || y > 9999 {
 					t.Fatalf("%q decoded to year %d", s, y)

@@ -7,6 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
@@ -16,9 +18,9 @@ import (
 
 // ListRequest selects a page of failures.
 type ListRequest struct {
-	Filter store.Filter
-	Order  store.Order
-	// Limit is the page size, 1 to store.MaxListLimit. Defaults to 50.
+	Filter redrive.Filter
+	Order  redrive.Order
+	// Limit is the page size, 1 to redrive.MaxListLimit. Defaults to 50.
 	Limit int
 	// Cursor is the Next of the previous page, in the same Order; empty for the first page.
 	Cursor string
@@ -36,7 +38,7 @@ const TotalCap = 10000
 
 // FailurePage is one page of failures.
 type FailurePage struct {
-	Items []store.FailureSummary
+	Items []redrive.FailureSummary
 	// Next is the cursor of the following page; empty on the last page.
 	Next string
 	// Total is the number of failures the filter selects, when asked for: exact up to
@@ -83,20 +85,20 @@ func (c *Core) ListFailures(ctx context.Context, req ListRequest) (*FailurePage,
 	return page, nil
 }
 
-// pageLimit returns a page size: DefaultPageSize for 0, else 1 to store.MaxListLimit.
+// pageLimit returns a page size: DefaultPageSize for 0, else 1 to redrive.MaxListLimit.
 func pageLimit(n int) (int, error) {
 	switch {
 	case n == 0:
 		return DefaultPageSize, nil
-	case n < 1 || n > store.MaxListLimit:
-		return 0, invalid("limit", "%d is not from 1 to %d", n, store.MaxListLimit)
+	case n < 1 || n > redrive.MaxListLimit:
+		return 0, invalid("limit", "%d is not from 1 to %d", n, redrive.MaxListLimit)
 	}
 	return n, nil
 }
 
 // CountFailures counts the failures f selects; a criterion reader may not search by is a
 // forbidden *InputError.
-func (c *Core) CountFailures(ctx context.Context, f store.Filter, reader Reader) (int64, error) {
+func (c *Core) CountFailures(ctx context.Context, f redrive.Filter, reader Reader) (int64, error) {
 	if err := c.checkFilter(f, reader); err != nil {
 		return 0, err
 	}
@@ -112,11 +114,11 @@ func (c *Core) CountFailures(ctx context.Context, f store.Filter, reader Reader)
 // ValueSize and HeaderSizes keep their sizes) and PayloadHidden says why; otherwise the
 // masking rules of the topic are applied and Masked says whether they changed anything.
 type FailureView struct {
-	*store.FailureDetail
-	Chain []store.FailureSummary
-	// Parked is the failure's ordering-guard chain (store.ParkedChain); zero when it is in none.
-	Parked store.ParkedChain
-	Audit  []store.AuditEntry
+	*redrive.FailureDetail
+	Chain []redrive.FailureSummary
+	// Parked is the failure's ordering-guard chain (redrive.ParkedChain); zero when it is in none.
+	Parked redrive.ParkedChain
+	Audit  []redrive.AuditEntry
 	// PayloadHidden, when not empty, says why the payload is not shown.
 	PayloadHidden string
 	// KeySize is the key's length (-1 for a null key), ValueSize the value's, HeaderSizes each
@@ -191,7 +193,7 @@ func (c *Core) Failure(ctx context.Context, id uuid.UUID, reader Reader) (*Failu
 // auditPayloadView records that reader saw the payload of failure id (how: "detail", or the
 // part and format of a download).
 func (c *Core) auditPayloadView(ctx context.Context, id uuid.UUID, reader Reader, how string) error {
-	return c.store.AppendAudit(ctx, []store.AuditEntry{{FailureID: &id, Action: AuditActionPayloadView,
+	return c.store.AppendAudit(ctx, []redrive.AuditEntry{{FailureID: &id, Action: AuditActionPayloadView,
 		Principal: reader.Principal, Details: map[string]any{"view": how}}}, c.cfg.Now())
 }
 

@@ -13,9 +13,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/clip"
-	"github.com/redrive/redrive/store"
 )
 
 // Filter parameters, as URL query parameters, form fields and JSON members. state and
@@ -44,7 +45,7 @@ const (
 	ParamStackTraceHash  = "stack_trace_hash"  // exactly
 	ParamTicket          = "ticket"            // the group's ticket, exactly
 	ParamNoTicket        = "no_ticket"         // true: groups without a ticket
-	ParamPayload         = "payload"           // the original value contains this UTF-8 text (bounded, see store.Filter.Payload)
+	ParamPayload         = "payload"           // the original value contains this UTF-8 text (bounded, see redrive.Filter.Payload)
 	ParamPayloadB64      = "payload_base64"    // the original value contains these bytes, in base64
 	ParamSourceFormat    = "source_format"     // repeatable: mpfe, spring, connect, streams, raw
 	ParamSourceTopic     = "source_topic"      // the topic the failure was read from, exactly
@@ -68,19 +69,19 @@ func Repeatable(param string) bool {
 // the API's query strings, its JSON bodies (through FilterInput) and the UI's forms. Names
 // that are not filter parameters are ignored (the caller checks for unknown ones); the error
 // is an *InputError naming the parameter at fault.
-func ParseFilter(v url.Values) (store.Filter, error) {
+func ParseFilter(v url.Values) (redrive.Filter, error) {
 	var (
-		f   store.Filter
+		f   redrive.Filter
 		err error
 	)
-	if f.States, err = parseEnums(v[ParamState], ParamState, strings.ToUpper, store.State.Valid, "a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)"); err != nil {
-		return store.Filter{}, err
+	if f.States, err = parseEnums(v[ParamState], ParamState, strings.ToUpper, redrive.State.Valid, "a state (RETRY_PENDING, PERMANENT, RESENT, CLOSED)"); err != nil {
+		return redrive.Filter{}, err
 	}
 	if f.Temporalities, err = parseEnums(v[ParamTemporality], ParamTemporality, strings.ToUpper, avro.Temporality.Valid, "a temporality (TEMPORARY, PERMANENT, UNKNOWN)"); err != nil {
-		return store.Filter{}, err
+		return redrive.Filter{}, err
 	}
-	if f.SourceFormats, err = parseEnums(v[ParamSourceFormat], ParamSourceFormat, strings.ToLower, store.SourceFormat.Valid, "a source format (mpfe, spring, connect, streams, raw)"); err != nil {
-		return store.Filter{}, err
+	if f.SourceFormats, err = parseEnums(v[ParamSourceFormat], ParamSourceFormat, strings.ToLower, redrive.SourceFormat.Valid, "a source format (mpfe, spring, connect, streams, raw)"); err != nil {
+		return redrive.Filter{}, err
 	}
 	f.SourceTopic = strings.TrimSpace(v.Get(ParamSourceTopic))
 	for _, p := range []struct {
@@ -95,14 +96,14 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 	if s := strings.TrimSpace(v.Get(ParamGroupID)); s != "" {
 		id, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || id <= 0 {
-			return store.Filter{}, invalid(ParamGroupID, "%q is not a group id (a positive integer)", clip.Text(s, clip.Default))
+			return redrive.Filter{}, invalid(ParamGroupID, "%q is not a group id (a positive integer)", clip.Text(s, clip.Default))
 		}
 		f.GroupID = id
 	}
 	key, keyB64 := v.Get(ParamKey), v.Get(ParamKeyBase64)
 	switch {
 	case key != "" && keyB64 != "":
-		return store.Filter{}, invalid(ParamKeyBase64, "give key or key_base64, not both")
+		return redrive.Filter{}, invalid(ParamKeyBase64, "give key or key_base64, not both")
 	case key != "":
 		f.Key = []byte(key)
 	case keyB64 != "":
@@ -111,15 +112,15 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 			b, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(keyB64, "="))
 		}
 		if err != nil {
-			return store.Filter{}, invalid(ParamKeyBase64, "not base64")
+			return redrive.Filter{}, invalid(ParamKeyBase64, "not base64")
 		}
 		f.Key = b
 	}
 	if f.KeyPrefix, err = textOrBase64(v, ParamKeyPrefix, ParamKeyPrefixB64); err != nil {
-		return store.Filter{}, err
+		return redrive.Filter{}, err
 	}
 	if f.Payload, err = textOrBase64(v, ParamPayload, ParamPayloadB64); err != nil {
-		return store.Filter{}, err
+		return redrive.Filter{}, err
 	}
 	for _, p := range []struct {
 		name string
@@ -134,23 +135,23 @@ func ParseFilter(v url.Values) (store.Filter, error) {
 	if h := v.Get(ParamHeader); h != "" {
 		name, value, hasValue := strings.Cut(h, "=")
 		if f.HeaderName = strings.TrimSpace(name); f.HeaderName == "" {
-			return store.Filter{}, invalid(ParamHeader, "%q names no header: give NAME or NAME=VALUE", clip.Text(h, clip.Default))
+			return redrive.Filter{}, invalid(ParamHeader, "%q names no header: give NAME or NAME=VALUE", clip.Text(h, clip.Default))
 		}
 		if hasValue {
 			f.HeaderValue = []byte(value)
 		}
 	}
 	if f.NoTicket, err = parseBool(v, ParamNoTicket); err != nil {
-		return store.Filter{}, err
+		return redrive.Filter{}, err
 	}
 	if f.CreatedFrom, err = parseTime(ParamCreatedFrom, v.Get(ParamCreatedFrom)); err != nil {
-		return store.Filter{}, err
+		return redrive.Filter{}, err
 	}
 	if f.CreatedTo, err = parseTime(ParamCreatedTo, v.Get(ParamCreatedTo)); err != nil {
-		return store.Filter{}, err
+		return redrive.Filter{}, err
 	}
 	if err := f.Validate(); err != nil {
-		return store.Filter{}, fromStore(err)
+		return redrive.Filter{}, fromStore(err)
 	}
 	return f, nil
 }
@@ -225,7 +226,7 @@ func parseTime(field, s string) (time.Time, error) {
 
 // FilterValues returns the URL form of f, which ParseFilter reads back: for links, forms and
 // audit details. A key that is printable UTF-8 is written as key, any other as key_base64.
-func FilterValues(f store.Filter) url.Values {
+func FilterValues(f redrive.Filter) url.Values {
 	v := url.Values{}
 	for _, s := range f.States {
 		v.Add(ParamState, string(s))
@@ -371,7 +372,7 @@ func (l *StringList) UnmarshalJSON(b []byte) error {
 }
 
 // Filter validates in and returns the filter it describes.
-func (in *FilterInput) Filter() (store.Filter, error) {
+func (in *FilterInput) Filter() (redrive.Filter, error) {
 	v := url.Values{}
 	v[ParamState] = in.State
 	v[ParamTemporality] = in.Temporality
@@ -392,15 +393,15 @@ func (in *FilterInput) Filter() (store.Filter, error) {
 	}
 	if in.GroupID != nil {
 		if *in.GroupID <= 0 {
-			return store.Filter{}, invalid(ParamGroupID, "must be a positive integer")
+			return redrive.Filter{}, invalid(ParamGroupID, "must be a positive integer")
 		}
 		v.Set(ParamGroupID, strconv.FormatInt(*in.GroupID, 10))
 	}
 	switch {
 	case in.Key != nil && in.KeyBase64 != nil:
-		return store.Filter{}, invalid(ParamKeyBase64, "give key or key_base64, not both")
+		return redrive.Filter{}, invalid(ParamKeyBase64, "give key or key_base64, not both")
 	case in.Key != nil && *in.Key == "":
-		return store.Filter{}, invalid(ParamKey, "empty: omit the member to match any key")
+		return redrive.Filter{}, invalid(ParamKey, "empty: omit the member to match any key")
 	case in.Key != nil:
 		v.Set(ParamKey, *in.Key)
 	case in.KeyBase64 != nil:

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 func TestParseFilter(t *testing.T) {
@@ -27,7 +28,7 @@ func TestParseFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.Filter{States: []store.State{store.StatePermanent, store.StateRetryPending},
+	want := redrive.Filter{States: []redrive.State{redrive.StatePermanent, redrive.StateRetryPending},
 		Temporalities: []avro.Temporality{avro.Temporary}, Topic: "orders", GroupID: 7, Key: []byte{0, 0xff},
 		CreatedFrom: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC), CreatedTo: time.Date(2024, 5, 1, 22, 0, 0, 0, time.UTC)}
 	if operator.FilterValues(f).Encode() != operator.FilterValues(want).Encode() {
@@ -93,7 +94,7 @@ func TestFilterInput(t *testing.T) {
 func TestFilterValuesKeys(t *testing.T) {
 	t.Parallel()
 	for _, key := range [][]byte{[]byte("plain"), {0xff, 0}, []byte("a\u202eb"), []byte(" padded "), {}} {
-		v := operator.FilterValues(store.Filter{Key: key})
+		v := operator.FilterValues(redrive.Filter{Key: key})
 		f, err := operator.ParseFilter(v)
 		if len(key) == 0 {
 			// An empty key cannot be written in a query: both forms read as absent.

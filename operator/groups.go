@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/store"
 )
@@ -18,8 +20,8 @@ const ParamOpen = "open"
 var GroupFilterParams = []string{ParamPublisherSvc, ParamMessageType, ParamErrorCode, ParamTicket, ParamOpen}
 
 // ParseGroupFilter reads a group filter from URL values; the error is an *InputError.
-func ParseGroupFilter(v url.Values) (store.GroupFilter, error) {
-	f := store.GroupFilter{
+func ParseGroupFilter(v url.Values) (redrive.GroupFilter, error) {
+	f := redrive.GroupFilter{
 		PublisherService: strings.TrimSpace(v.Get(ParamPublisherSvc)),
 		MessageType:      strings.TrimSpace(v.Get(ParamMessageType)),
 		ErrorCode:        strings.TrimSpace(v.Get(ParamErrorCode)),
@@ -28,12 +30,12 @@ func ParseGroupFilter(v url.Values) (store.GroupFilter, error) {
 	for name, s := range map[string]string{ParamPublisherSvc: f.PublisherService, ParamMessageType: f.MessageType,
 		ParamErrorCode: f.ErrorCode, ParamTicket: f.Ticket} {
 		if _, err := CheckText(name, s, 1000); err != nil {
-			return store.GroupFilter{}, err
+			return redrive.GroupFilter{}, err
 		}
 	}
 	open, err := parseBool(v, ParamOpen)
 	if err != nil {
-		return store.GroupFilter{}, err
+		return redrive.GroupFilter{}, err
 	}
 	f.OpenOnly = open
 	return f, nil
@@ -54,8 +56,8 @@ func parseBool(v url.Values, param string) (bool, error) {
 
 // GroupListRequest selects a page of groups, most recently seen first.
 type GroupListRequest struct {
-	Filter store.GroupFilter
-	// Limit is the page size, 1 to store.MaxListLimit. Defaults to 50.
+	Filter redrive.GroupFilter
+	// Limit is the page size, 1 to redrive.MaxListLimit. Defaults to 50.
 	Limit int
 	// Cursor is the Next of the previous page; empty for the first.
 	Cursor string
@@ -63,7 +65,7 @@ type GroupListRequest struct {
 
 // GroupPage is one page of groups.
 type GroupPage struct {
-	Items []store.Group
+	Items []redrive.Group
 	// Next is the cursor of the following page; empty on the last page.
 	Next string
 }
@@ -97,8 +99,8 @@ func (c *Core) ListGroups(ctx context.Context, req GroupListRequest) (*GroupPage
 
 // GroupView is a group with its audit entries, oldest first.
 type GroupView struct {
-	*store.Group
-	Audit []store.AuditEntry
+	*redrive.Group
+	Audit []redrive.AuditEntry
 }
 
 // Group returns the group with id, or an error wrapping ErrNotFound.
@@ -126,7 +128,7 @@ type GroupUpdate struct {
 // UpdateGroup applies u to the group with id on behalf of principal. Only what differs from
 // the group's current values is changed and audited; an update that changes nothing writes no
 // audit entry. Bad text is an *InputError; an unknown id wraps ErrNotFound.
-func (c *Core) UpdateGroup(ctx context.Context, id int64, u GroupUpdate, principal string) (*store.Group, error) {
+func (c *Core) UpdateGroup(ctx context.Context, id int64, u GroupUpdate, principal string) (*redrive.Group, error) {
 	if u.Ticket == nil && u.Note == nil {
 		return nil, invalid("", "give ticket, note or both")
 	}
@@ -140,7 +142,7 @@ func (c *Core) UpdateGroup(ctx context.Context, id int64, u GroupUpdate, princip
 	if err != nil {
 		return nil, fromStore(err)
 	}
-	var patch store.GroupPatch
+	var patch redrive.GroupPatch
 	if u.Ticket != nil && !sameText(ticket, cur.Ticket) {
 		patch.SetTicket, patch.Ticket = true, ticket
 	}
@@ -161,7 +163,7 @@ func checkGroupText(u GroupUpdate) (ticket, note *string, err error) {
 		in    *string
 		limit int
 		out   **string
-	}{{ParamTicket, u.Ticket, store.MaxTicketLen, &ticket}, {"note", u.Note, store.MaxNoteLen, &note}} {
+	}{{ParamTicket, u.Ticket, redrive.MaxTicketLen, &ticket}, {"note", u.Note, redrive.MaxNoteLen, &note}} {
 		if f.in == nil {
 			continue
 		}

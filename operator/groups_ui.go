@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/store"
 )
 
@@ -21,29 +23,29 @@ var GroupSearchParams = []string{ParamPublisherSvc, ParamMessageType, ParamError
 
 // ParseGroupSearch reads a group search from URL values: the criteria of ParseGroupFilter, and
 // no_ticket and the last_seen_from/last_seen_to range. The error is an *InputError.
-func ParseGroupSearch(v url.Values) (store.GroupSearch, error) {
+func ParseGroupSearch(v url.Values) (redrive.GroupSearch, error) {
 	gf, err := ParseGroupFilter(v)
 	if err != nil {
-		return store.GroupSearch{}, err
+		return redrive.GroupSearch{}, err
 	}
-	s := store.GroupSearch{GroupFilter: gf}
+	s := redrive.GroupSearch{GroupFilter: gf}
 	if s.NoTicket, err = parseBool(v, ParamNoTicket); err != nil {
-		return store.GroupSearch{}, err
+		return redrive.GroupSearch{}, err
 	}
 	if s.LastSeenFrom, err = parseTime(ParamLastSeenFrom, v.Get(ParamLastSeenFrom)); err != nil {
-		return store.GroupSearch{}, err
+		return redrive.GroupSearch{}, err
 	}
 	if s.LastSeenTo, err = parseTime(ParamLastSeenTo, v.Get(ParamLastSeenTo)); err != nil {
-		return store.GroupSearch{}, err
+		return redrive.GroupSearch{}, err
 	}
 	if err := s.Validate(); err != nil {
-		return store.GroupSearch{}, fromStore(err)
+		return redrive.GroupSearch{}, fromStore(err)
 	}
 	return s, nil
 }
 
 // GroupSearchValues returns the URL form of s, which ParseGroupSearch reads back.
-func GroupSearchValues(s store.GroupSearch) url.Values {
+func GroupSearchValues(s redrive.GroupSearch) url.Values {
 	v := url.Values{}
 	for _, p := range []struct{ name, value string }{
 		{ParamPublisherSvc, s.PublisherService}, {ParamMessageType, s.MessageType},
@@ -70,8 +72,8 @@ func GroupSearchValues(s store.GroupSearch) url.Values {
 
 // GroupSearchRequest selects a page of groups, most recently seen first.
 type GroupSearchRequest struct {
-	Search store.GroupSearch
-	// Limit is the page size, 1 to store.MaxListLimit. Defaults to 50.
+	Search redrive.GroupSearch
+	// Limit is the page size, 1 to redrive.MaxListLimit. Defaults to 50.
 	Limit int
 	// Cursor is the Next of the previous page; empty for the first.
 	Cursor string
@@ -79,7 +81,7 @@ type GroupSearchRequest struct {
 
 // GroupSearchPage is one page of a group search.
 type GroupSearchPage struct {
-	Items []store.GroupSummary
+	Items []redrive.GroupSummary
 	// Next is the cursor of the following page; empty on the last page.
 	Next string
 }
@@ -136,7 +138,7 @@ func (c *Core) GroupPage(ctx context.Context, req GroupPageRequest) (*GroupPageV
 	if err != nil {
 		return nil, err
 	}
-	fp, err := c.ListFailures(ctx, ListRequest{Filter: store.Filter{GroupID: req.ID}, Order: store.NewestFirst,
+	fp, err := c.ListFailures(ctx, ListRequest{Filter: redrive.Filter{GroupID: req.ID}, Order: redrive.NewestFirst,
 		Limit: req.Limit, Cursor: req.Cursor, Total: req.Total})
 	if err != nil {
 		return nil, err

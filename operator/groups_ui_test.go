@@ -8,15 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 func TestParseGroupSearchRoundTrip(t *testing.T) {
 	t.Parallel()
 	from := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	s := store.GroupSearch{GroupFilter: store.GroupFilter{PublisherService: "billing", ErrorCode: "TIMEOUT", OpenOnly: true},
+	s := redrive.GroupSearch{GroupFilter: redrive.GroupFilter{PublisherService: "billing", ErrorCode: "TIMEOUT", OpenOnly: true},
 		NoTicket: true, LastSeenFrom: from, LastSeenTo: from.Add(time.Hour)}
 	got, err := operator.ParseGroupSearch(operator.GroupSearchValues(s))
 	if err != nil || !reflect.DeepEqual(got, s) {
@@ -54,7 +55,7 @@ func TestSearchGroupsAndGroupPage(t *testing.T) {
 	}
 	testkit.InsertFailure(t, pool, testkit.FailureRow{PublisherService: "shipping"})
 
-	page, err := c.SearchGroups(ctx, operator.GroupSearchRequest{Search: store.GroupSearch{GroupFilter: store.GroupFilter{PublisherService: "billing"}}})
+	page, err := c.SearchGroups(ctx, operator.GroupSearchRequest{Search: redrive.GroupSearch{GroupFilter: redrive.GroupFilter{PublisherService: "billing"}}})
 	if err != nil || len(page.Items) != 1 || page.Items[0].SampleMessage != "message c" || page.Items[0].TotalCount != 3 {
 		t.Fatalf("search = %+v, %v", page, err)
 	}
@@ -82,7 +83,7 @@ func TestSearchGroupsAndGroupPage(t *testing.T) {
 	if err != nil || len(rest.Failures.Items) != 1 || rest.Failures.Items[0].ErrorMessage != "message a" {
 		t.Fatalf("group page 2 = %+v, %v", rest, err)
 	}
-	if _, err := c.GroupPage(ctx, operator.GroupPageRequest{ID: groupID + 100}); !errors.Is(err, operator.ErrNotFound) {
+	if _, err := c.GroupPage(ctx, operator.GroupPageRequest{ID: groupID + 100}); !errors.Is(err, redrive.ErrNotFound) {
 		t.Errorf("unknown group: %v", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/internal/clip"
@@ -48,7 +50,7 @@ type JobRequest struct {
 
 // JobPreview is a job whose selection is pinned, waiting for its token.
 type JobPreview struct {
-	Job *store.Job
+	Job *redrive.Job
 	// Token starts the job (StartJob) until Job.PreviewExpiresAt; it is not stored, only its
 	// hash, so it is shown once.
 	Token string
@@ -130,7 +132,7 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 // has not expired; any instance then picks it up. A wrong, altered or expired token is an
 // *InputError on "token" and changes nothing; a job that is not a preview any more wraps
 // ErrConflict. The job is returned as reader may see it (JobView).
-func (c *Core) StartJob(ctx context.Context, id uuid.UUID, token string, reader Reader) (*store.Job, error) {
+func (c *Core) StartJob(ctx context.Context, id uuid.UUID, token string, reader Reader) (*redrive.Job, error) {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) != 32 {
 		return nil, invalid("token", "not a job token: pass the token of the job's preview unchanged")
@@ -147,7 +149,7 @@ func (c *Core) StartJob(ctx context.Context, id uuid.UUID, token string, reader 
 
 // ChangeJob pauses, resumes or cancels the job with id (op "pause", "resume" or "cancel"), for
 // reader, and returns the job as reader may see it (JobView).
-func (c *Core) ChangeJob(ctx context.Context, id uuid.UUID, op string, reader Reader) (*store.Job, error) {
+func (c *Core) ChangeJob(ctx context.Context, id uuid.UUID, op string, reader Reader) (*redrive.Job, error) {
 	switch op {
 	case "pause", "resume", "cancel":
 	default:
@@ -165,14 +167,14 @@ func (c *Core) ChangeJob(ctx context.Context, id uuid.UUID, op string, reader Re
 
 // jobError turns the store's job errors into the core's.
 func jobError(err error) error {
-	var se *store.JobStateError
+	var se *redrive.JobStateError
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, store.ErrTokenRefused):
+	case errors.Is(err, redrive.ErrTokenRefused):
 		detail := err.Error()
-		if len(detail) > len(store.ErrTokenRefused.Error())+2 {
-			detail = detail[len(store.ErrTokenRefused.Error())+2:]
+		if len(detail) > len(redrive.ErrTokenRefused.Error())+2 {
+			detail = detail[len(redrive.ErrTokenRefused.Error())+2:]
 		}
 		return invalid("token", "%s", detail)
 	case errors.As(err, &se):
@@ -184,7 +186,7 @@ func jobError(err error) error {
 // JobView is a job with its progress, as its reader may see it: the terms of its selection's
 // filter that could hold payload bytes read HiddenTerm for a reader who may not see them.
 type JobView struct {
-	*store.Job
+	*redrive.Job
 	// SelectionHidden says that terms of the selection's filter are hidden (HiddenTerm): the
 	// selection cannot be turned back into a filter.
 	SelectionHidden bool
@@ -197,15 +199,15 @@ type JobView struct {
 }
 
 // jobView returns j with its progress at now, as reader may see it.
-func (c *Core) jobView(j *store.Job, now time.Time, reader Reader) *JobView {
+func (c *Core) jobView(j *redrive.Job, now time.Time, reader Reader) *JobView {
 	v := newJobView(j, now)
 	v.Job, v.SelectionHidden = c.redactJob(j, reader)
 	return v
 }
 
 // newJobView computes the progress of j at now.
-func newJobView(j *store.Job, now time.Time) *JobView {
-	v := &JobView{Job: j, PreviewExpired: j.State == store.JobPreview && now.After(j.PreviewExpiresAt)}
+func newJobView(j *redrive.Job, now time.Time) *JobView {
+	v := &JobView{Job: j, PreviewExpired: j.State == redrive.JobPreview && now.After(j.PreviewExpiresAt)}
 	acted := j.Done + j.Skipped + j.Failed
 	if j.StartedAt != nil && acted > 0 {
 		end := now
@@ -216,7 +218,7 @@ func newJobView(j *store.Job, now time.Time) *JobView {
 			v.Rate = float64(acted) / secs
 		}
 	}
-	if j.State == store.JobRunning && v.Rate > 0 {
+	if j.State == redrive.JobRunning && v.Rate > 0 {
 		eta := now.Add(time.Duration(float64(j.Remaining()) / v.Rate * float64(time.Second)))
 		v.ETA = &eta
 	}
@@ -247,7 +249,7 @@ func (c *Core) ListJobs(ctx context.Context, limit int, cursor string, reader Re
 	if err != nil {
 		return nil, err
 	}
-	var after *store.JobPosition
+	var after *redrive.JobPosition
 	if cursor != "" {
 		p, err := decodeJobCursor(cursor)
 		if err != nil {
@@ -268,7 +270,7 @@ func (c *Core) ListJobs(ctx context.Context, limit int, cursor string, reader Re
 	}
 	if more && len(jobs) > 0 {
 		last := jobs[len(jobs)-1]
-		page.Next = encodeJobCursor(store.JobPosition{CreatedAt: last.CreatedAt, ID: last.ID})
+		page.Next = encodeJobCursor(redrive.JobPosition{CreatedAt: last.CreatedAt, ID: last.ID})
 	}
 	return page, nil
 }
@@ -285,7 +287,7 @@ type JobItemsRequest struct {
 
 // JobItemsPage is a page of a job's items in order.
 type JobItemsPage struct {
-	Items []store.JobItem
+	Items []redrive.JobItem
 	// Next is the After of the following page; 0 on the last page.
 	Next int64
 }
@@ -322,7 +324,7 @@ func (c *Core) JobItems(ctx context.Context, req JobItemsRequest) (*JobItemsPage
 
 // JobAudit returns the audit entries of a job (store.Store.JobAudit): its own first, then its
 // items', each part oldest first, at most MaxAudit, their details as reader may see them.
-func (c *Core) JobAudit(ctx context.Context, id uuid.UUID, reader Reader) ([]store.AuditEntry, error) {
+func (c *Core) JobAudit(ctx context.Context, id uuid.UUID, reader Reader) ([]redrive.AuditEntry, error) {
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
 	entries, err := c.store.JobAudit(qctx, id, MaxAudit)
@@ -335,7 +337,7 @@ func (c *Core) JobAudit(ctx context.Context, id uuid.UUID, reader Reader) ([]sto
 
 // AuditPage is a page of audit entries, oldest first.
 type AuditPage struct {
-	Items []store.AuditEntry
+	Items []redrive.AuditEntry
 	// Next is the cursor of the next page; empty on the last.
 	Next string
 }
@@ -348,7 +350,7 @@ func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor
 	if err != nil {
 		return nil, err
 	}
-	var after *store.AuditPosition
+	var after *redrive.AuditPosition
 	if cursor != "" {
 		if after, err = decodeAuditCursor(cursor); err != nil {
 			return nil, err
@@ -367,7 +369,7 @@ func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor
 	page := &AuditPage{Items: entries}
 	if more && len(entries) > 0 {
 		last := entries[len(entries)-1]
-		page.Next = encodeAuditCursor(store.AuditPosition{At: last.At, ID: last.ID})
+		page.Next = encodeAuditCursor(redrive.AuditPosition{At: last.At, ID: last.ID})
 	}
 	return page, nil
 }

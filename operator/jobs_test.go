@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 func insertN(t *testing.T, pool *pgxpool.Pool, n int, r testkit.FailureRow) []uuid.UUID {
@@ -26,17 +27,17 @@ func insertN(t *testing.T, pool *pgxpool.Pool, n int, r testkit.FailureRow) []uu
 	return out
 }
 
-func states(t *testing.T, pool *pgxpool.Pool, ids []uuid.UUID) map[store.State]int {
+func states(t *testing.T, pool *pgxpool.Pool, ids []uuid.UUID) map[redrive.State]int {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT state, count(*) FROM failures WHERE id = ANY($1) GROUP BY state`, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	out := map[store.State]int{}
+	out := map[redrive.State]int{}
 	for rows.Next() {
 		var (
-			s store.State
+			s redrive.State
 			n int
 		)
 		if err := rows.Scan(&s, &n); err != nil {
@@ -92,17 +93,17 @@ func TestJobTokens(t *testing.T) {
 	if _, err := c.StartJob(ctx, a.Job.ID, a.Token, operator.Reader{Principal: "alice"}); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("expired token: %v", err)
 	}
-	if j, _ := c.Job(ctx, a.Job.ID, operator.Reader{}); j.State != store.JobPreview {
+	if j, _ := c.Job(ctx, a.Job.ID, operator.Reader{}); j.State != redrive.JobPreview {
 		t.Errorf("after refused tokens the job is %s", j.State)
 	}
-	if _, err := c.StartJob(ctx, uuid.New(), a.Token, operator.Reader{Principal: "alice"}); !errors.Is(err, operator.ErrNotFound) {
+	if _, err := c.StartJob(ctx, uuid.New(), a.Token, operator.Reader{Principal: "alice"}); !errors.Is(err, redrive.ErrNotFound) {
 		t.Errorf("unknown job: %v", err)
 	}
-	if got := states(t, pool, ids); got[store.StatePermanent] != 2 {
+	if got := states(t, pool, ids); got[redrive.StatePermanent] != 2 {
 		t.Errorf("refused tokens changed failures: %v", got)
 	}
 	// Bad requests create nothing.
-	empty := store.Filter{}
+	empty := redrive.Filter{}
 	for name, req := range map[string]operator.JobRequest{
 		"empty filter":  {Action: operator.Close, Reason: "r", Selection: operator.Selection{Filter: &empty}},
 		"no reason":     {Action: operator.Close, Selection: operator.Selection{IDs: ids}},

@@ -3,12 +3,12 @@ package operator
 import (
 	"context"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // NotificationPage is a page of the notification delivery log, newest first.
 type NotificationPage struct {
-	Items []store.Notification
+	Items []redrive.Notification
 	// Next is the Before of the following page; 0 on the last page.
 	Next int64
 }

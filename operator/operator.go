@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -65,12 +67,12 @@ type Config struct {
 	StatsMaxAge time.Duration
 	// Reactivate starts a reactivation of the own dead-letter topic (the intake's
 	// Reactivator). When nil, Reactivate wraps ErrUnavailable.
-	Reactivate func(context.Context, ReactivateRequest) (*store.Reactivation, error)
+	Reactivate func(context.Context, ReactivateRequest) (*redrive.Reactivation, error)
 	// DeadLetterTopic is the service's own dead-letter topic, whose reactivations are listed.
 	DeadLetterTopic string
 	// OpenTicket opens an issue for a group in a tracker (ticket.Jira.Create) and returns its
 	// key. When nil, OpenTicket wraps ErrUnavailable.
-	OpenTicket func(context.Context, *store.Group) (string, error)
+	OpenTicket func(context.Context, *redrive.Group) (string, error)
 	// TicketURL turns a ticket into an address (ticket.Link). Optional.
 	TicketURL func(ticket string) string
 	// RepairTopics are the topics a repair may send to besides the failure's original topic.
@@ -90,7 +92,7 @@ type Config struct {
 // it builds without the Kafka producer (and without cgo).
 type Resender interface {
 	// ResendIDs resends the failures with ids and returns one outcome per distinct id; it
-	// wraps resendtype.ErrClosed when the resender is shut down.
+	// wraps redrive.ErrClosed when the resender is shut down.
 	ResendIDs(ctx context.Context, ids []uuid.UUID, req resendtype.ManualRequest) (resendtype.ManualResult, error)
 	// ResendRevision resends one failure as rev says instead of as stored.
 	ResendRevision(ctx context.Context, id uuid.UUID, rev resendtype.Revision, req resendtype.ManualRequest) (resendtype.ItemResult, error)

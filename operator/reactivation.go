@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // ReactivateRequest asks to feed the service's own dead-letter topic back through the intake:
@@ -24,7 +24,7 @@ const MaxReactivateLimit = 10_000_000
 // Reactivate starts a reactivation run in the background (on this instance) and returns it;
 // Reactivation shows its progress. Bad input is an *InputError; a run already going (on any
 // instance) wraps ErrConflict; a service without a reactivator wraps ErrUnavailable.
-func (c *Core) Reactivate(ctx context.Context, req ReactivateRequest) (*store.Reactivation, error) {
+func (c *Core) Reactivate(ctx context.Context, req ReactivateRequest) (*redrive.Reactivation, error) {
 	reason, err := CheckText("reason", req.Reason, MaxReasonLen)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (c *Core) Reactivate(ctx context.Context, req ReactivateRequest) (*store.Re
 	}
 	req.Reason = reason
 	run, err := c.cfg.Reactivate(context.WithoutCancel(ctx), req)
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, redrive.ErrConflict) {
 		return nil, fmt.Errorf("%w: %s", ErrConflict, err.Error())
 	}
 	return run, err
@@ -49,7 +49,7 @@ func (c *Core) Reactivate(ctx context.Context, req ReactivateRequest) (*store.Re
 
 // ReactivationPage is a page of reactivation runs, newest first.
 type ReactivationPage struct {
-	Items []store.Reactivation
+	Items []redrive.Reactivation
 	// Next is the cursor of the next (older) page; empty on the last.
 	Next string
 }
@@ -67,7 +67,7 @@ func (c *Core) Reactivations(ctx context.Context, limit int, cursor string) (*Re
 			return nil, err
 		}
 	}
-	page := &ReactivationPage{Items: []store.Reactivation{}}
+	page := &ReactivationPage{Items: []redrive.Reactivation{}}
 	if c.cfg.DeadLetterTopic == "" {
 		return page, nil
 	}
@@ -86,8 +86,8 @@ func (c *Core) Reactivations(ctx context.Context, limit int, cursor string) (*Re
 
 // ReactivationView is a reactivation run with its audit entries.
 type ReactivationView struct {
-	*store.Reactivation
-	Audit []store.AuditEntry
+	*redrive.Reactivation
+	Audit []redrive.AuditEntry
 }
 
 // Reactivation returns a run with its progress and audit, or an error wrapping ErrNotFound.

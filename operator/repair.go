@@ -9,11 +9,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/resend/resendtype"
-	"github.com/redrive/redrive/store"
 )
 
 // MaxRepairBytes bounds an edited value or key.
@@ -56,7 +57,7 @@ type RepairRequest struct {
 // RepairResult is a stored revision, as the asker may see it (Revisions), and the outcome of
 // its resend.
 type RepairResult struct {
-	Revision *store.Revision
+	Revision *redrive.Revision
 	Outcome  ItemOutcome
 }
 
@@ -85,9 +86,9 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 		return nil, fromStore(err)
 	}
 	if !d.State.Resendable() {
-		return nil, fmt.Errorf("%w: %s", ErrConflict, (&store.TransitionError{ID: d.ID, From: d.State, Action: "repair"}).Error())
+		return nil, fmt.Errorf("%w: %s", ErrConflict, (&redrive.TransitionError{ID: d.ID, From: d.State, Action: "repair"}).Error())
 	}
-	rev := &store.Revision{FailureID: d.ID, Principal: req.Principal, Reason: reason, TargetTopic: d.Topic,
+	rev := &redrive.Revision{FailureID: d.ID, Principal: req.Principal, Reason: reason, TargetTopic: d.Topic,
 		Key: d.Key, Value: d.Value, Headers: d.Headers, CreatedAt: c.cfg.Now()}
 	if d.ValueNull {
 		rev.Value = nil
@@ -125,7 +126,7 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 	}
 	res, err := c.cfg.Resender.ResendRevision(actx, d.ID, resendtype.Revision{ID: rev.ID, Topic: rev.TargetTopic,
 		Key: rev.Key, Value: rev.Value, Headers: rev.Headers}, resendtype.ManualRequest{Principal: req.Principal, Reason: reason})
-	if errors.Is(err, resendtype.ErrClosed) {
+	if errors.Is(err, redrive.ErrClosed) {
 		err = fmt.Errorf("%w: the resender is shutting down", ErrUnavailable)
 	}
 	outcome := resendOutcome(res)
@@ -142,7 +143,7 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 }
 
 // editedValue checks and converts the edited value of req.
-func (c *Core) editedValue(d *store.FailureDetail, req RepairRequest) ([]byte, error) {
+func (c *Core) editedValue(d *redrive.FailureDetail, req RepairRequest) ([]byte, error) {
 	v := req.Value
 	if len(v) > MaxRepairBytes {
 		return nil, invalid("value", "%d bytes, at most %d", len(v), MaxRepairBytes)
@@ -180,7 +181,7 @@ func (c *Core) editedValue(d *store.FailureDetail, req RepairRequest) ([]byte, e
 // permission their bytes are removed; with it they are masked by the rules of the failure's own
 // topic and of the revision's target topic (revisionView). An unknown failure wraps
 // ErrNotFound.
-func (c *Core) Revisions(ctx context.Context, id uuid.UUID, reader Reader) ([]store.Revision, error) {
+func (c *Core) Revisions(ctx context.Context, id uuid.UUID, reader Reader) ([]redrive.Revision, error) {
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
 	d, err := c.store.FailureByID(ctx, id)
@@ -199,7 +200,7 @@ func (c *Core) Revisions(ctx context.Context, id uuid.UUID, reader Reader) ([]st
 
 // revisionView returns rev as reader may see it (viewRecord): masked by the rules of the
 // failure's own topic, whose data the revision is, and by those of its target topic.
-func (c *Core) revisionView(rev store.Revision, failureTopic string, reader Reader) store.Revision {
+func (c *Core) revisionView(rev redrive.Revision, failureTopic string, reader Reader) redrive.Revision {
 	rv := c.viewRecord(rev.Key, rev.Value, rev.Headers, reader, failureTopic, rev.TargetTopic)
 	rev.Key, rev.Value, rev.Headers = rv.Key, rv.Value, rv.Headers
 	return rev

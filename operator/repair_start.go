@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // Why a repair form does not start from a part of the record.
@@ -99,7 +100,7 @@ func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equa
 // placeholders: the runs of asterisks that the masking rules show in place of the original's
 // bytes (in the stored value, in its Avro datum as JSON, in the header values). Runs of
 // asterisks that the original itself holds are not placeholders.
-func (c *Core) refusePlaceholders(d *store.FailureDetail, req RepairRequest) error {
+func (c *Core) refusePlaceholders(d *redrive.FailureDetail, req RepairRequest) error {
 	if req.Value != nil {
 		runs := placeholderRuns(d.Value, c.maskedValue(d.Topic, d.Value))
 		if req.ValueFormat == EditAvro || ContentType(d.Value) == "application/vnd.apache.avro" {

@@ -8,14 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // Stats returns the counts of every failure by state, temporality, topic and publisher
 // service, and the oldest open ones. They come from a cache refreshed at most every
 // Config.StatsMaxAge (the counting query reads an index of every failure); AsOf says when
 // they were taken.
-func (c *Core) Stats(ctx context.Context) (*store.Stats, error) {
+func (c *Core) Stats(ctx context.Context) (*redrive.Stats, error) {
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
 	return c.stats.get(ctx)
@@ -24,10 +24,10 @@ func (c *Core) Stats(ctx context.Context) (*store.Stats, error) {
 // Overview is what the overview page shows: the cached counts, the open failures by
 // temporality with the topics and services that have most, and failures over time.
 type Overview struct {
-	*store.Stats
+	*redrive.Stats
 	// Open counts the open failures (RETRY_PENDING or PERMANENT) by temporality, topic and
 	// publisher service.
-	Open *store.OpenBreakdown
+	Open *redrive.OpenBreakdown
 	// TopTopics and TopServices rank topics and publisher services by open failures.
 	TopTopics   []NameCount
 	TopServices []NameCount
@@ -35,7 +35,7 @@ type Overview struct {
 	OldestOpen *time.Time
 	// Buckets count the failures stored per bucket of the asked width from since, oldest
 	// first, empty ones included.
-	Buckets []store.TimeBucket
+	Buckets []redrive.TimeBucket
 }
 
 // NameCount is a name with a count.
@@ -78,7 +78,7 @@ func (c *Core) Overview(ctx context.Context, req OverviewRequest) (*Overview, er
 			o.OldestOpen = t
 		}
 	}
-	o.Buckets = make([]store.TimeBucket, req.Buckets)
+	o.Buckets = make([]redrive.TimeBucket, req.Buckets)
 	for i := range o.Buckets {
 		o.Buckets[i].Start = req.Since.Add(time.Duration(i) * req.Width)
 	}
@@ -117,25 +117,25 @@ const staleFactor = 3
 // it runs at most once per maxAge (per process), in the background when counts not too old
 // can be served meanwhile, and concurrent requests share one run.
 type statsCache struct {
-	load    func(context.Context) (*store.Stats, error)
+	load    func(context.Context) (*redrive.Stats, error)
 	maxAge  time.Duration
 	timeout time.Duration
 	now     func() time.Time
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	cur     *store.Stats
+	cur     *redrive.Stats
 	err     error         // of the last refresh, when it failed
 	running chan struct{} // closed when the refresh in progress ends; nil when none runs
 }
 
-func newStatsCache(load func(context.Context) (*store.Stats, error), maxAge, timeout time.Duration, now func() time.Time, log *slog.Logger) *statsCache {
+func newStatsCache(load func(context.Context) (*redrive.Stats, error), maxAge, timeout time.Duration, now func() time.Time, log *slog.Logger) *statsCache {
 	return &statsCache{load: load, maxAge: maxAge, timeout: timeout, now: now, log: log}
 }
 
 // get returns counts at most maxAge old, or at most staleFactor·maxAge old while a refresh
 // runs, else waits for the refresh.
-func (c *statsCache) get(ctx context.Context) (*store.Stats, error) {
+func (c *statsCache) get(ctx context.Context) (*redrive.Stats, error) {
 	c.mu.Lock()
 	age := time.Duration(-1)
 	if c.cur != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // The stats cache serves fresh counts from memory, stale ones while one refresh runs in the
@@ -25,13 +25,13 @@ func TestStatsCache(t *testing.T) {
 	)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	load := func(ctx context.Context) (*store.Stats, error) {
+	load := func(ctx context.Context) (*redrive.Stats, error) {
 		<-release
 		n := loads.Add(1)
 		if fail.Load() {
 			return nil, errors.New("db down")
 		}
-		return &store.Stats{Total: n, AsOf: clock()}, nil
+		return &redrive.Stats{Total: n, AsOf: clock()}, nil
 	}
 	c := newStatsCache(load, time.Second, time.Minute, clock, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx := context.Background()

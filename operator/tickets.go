@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/redrive/redrive"
-	"github.com/redrive/redrive/store"
 )
 
 // ErrTracker means the issue tracker refused or could not be reached; the text says how.
@@ -17,7 +16,7 @@ var ErrTracker = redrive.ErrTracker
 // and stores its key as the group's ticket, audited as the principal's group edit. A group
 // that has a ticket already wraps ErrConflict; without a tracker, ErrUnavailable; a tracker
 // failure wraps ErrTracker and changes nothing.
-func (c *Core) OpenTicket(ctx context.Context, id int64, principal string) (*store.Group, error) {
+func (c *Core) OpenTicket(ctx context.Context, id int64, principal string) (*redrive.Group, error) {
 	if c.cfg.OpenTicket == nil {
 		return nil, fmt.Errorf("%w: no issue tracker is configured", ErrUnavailable)
 	}

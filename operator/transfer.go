@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
@@ -36,7 +38,7 @@ const (
 type TransferRecord struct {
 	Format           string           `json:"format"`
 	ID               uuid.UUID        `json:"id"`
-	State            store.State      `json:"state"`
+	State            redrive.State    `json:"state"`
 	StateReason      *string          `json:"state_reason"`
 	Temporality      avro.Temporality `json:"temporality"`
 	ErrorCode        string           `json:"error_code"`
@@ -93,10 +95,10 @@ type transferMsg struct {
 }
 
 type transferSrc struct {
-	Format    store.SourceFormat `json:"format"`
-	Topic     *string            `json:"topic"`
-	Partition *int32             `json:"partition"`
-	Offset    *string            `json:"offset"`
+	Format    redrive.SourceFormat `json:"format"`
+	Topic     *string              `json:"topic"`
+	Partition *int32               `json:"partition"`
+	Offset    *string              `json:"offset"`
 }
 
 type transferGroup struct {
@@ -155,7 +157,7 @@ type ExportResult struct {
 // the lines carry no payload bytes (payload_hidden); with it the masking rules apply. The
 // export is audited (who, the filter, how many). write is called with each line; its error
 // stops the export.
-func (c *Core) Export(ctx context.Context, f store.Filter, reader Reader, write func(line []byte) error) (ExportResult, error) {
+func (c *Core) Export(ctx context.Context, f redrive.Filter, reader Reader, write func(line []byte) error) (ExportResult, error) {
 	if err := c.checkFilter(f, reader); err != nil {
 		return ExportResult{}, err
 	}
@@ -176,7 +178,7 @@ func (c *Core) Export(ctx context.Context, f store.Filter, reader Reader, write 
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 	defer cancel()
-	if err := c.store.AppendAudit(actx, []store.AuditEntry{{Action: AuditActionExport, Principal: reader.Principal,
+	if err := c.store.AppendAudit(actx, []redrive.AuditEntry{{Action: AuditActionExport, Principal: reader.Principal,
 		Details: map[string]any{"filter": describeFilter(f), "records": res.Records, "payload": reader.Payload}}}, c.cfg.Now()); err != nil {
 		return res, err
 	}
@@ -220,7 +222,7 @@ func (c *Core) Import(ctx context.Context, r io.Reader, dryRun bool, principal s
 		}
 	}
 	res, err := c.store.ImportFailures(ctx, dryRun, next)
-	var bde *store.BadDataError
+	var bde *redrive.BadDataError
 	if errors.As(err, &bde) {
 		// The records passed the intake's rules, yet the database refused a batch of them.
 		return res, unprocessable("body", "%s", bde.Error())
@@ -231,7 +233,7 @@ func (c *Core) Import(ctx context.Context, r io.Reader, dryRun bool, principal s
 	if !dryRun {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.QueryTimeout)
 		defer cancel()
-		if err := c.store.AppendAudit(actx, []store.AuditEntry{{Action: AuditActionImport, Principal: principal,
+		if err := c.store.AppendAudit(actx, []redrive.AuditEntry{{Action: AuditActionImport, Principal: principal,
 			Details: map[string]any{"read": res.Read, "inserted": res.Inserted, "skipped": res.Skipped}}}, c.cfg.Now()); err != nil {
 			return res, err
 		}
@@ -286,7 +288,7 @@ func parseTransferRecord(b []byte) (*store.TransferRecord, error) {
 	}
 	sf := t.Source.Format
 	if sf == "" {
-		sf = store.SourceMPFE
+		sf = redrive.SourceMPFE
 	}
 	if !sf.Valid() {
 		return nil, fmt.Errorf("source.format %q is not a source format", sf)
@@ -295,11 +297,11 @@ func parseTransferRecord(b []byte) (*store.TransferRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("offset %q is not a decimal integer", t.Offset)
 	}
-	r := &store.TransferRecord{StateReason: t.StateReason, Group: store.GroupKind{
+	r := &store.TransferRecord{StateReason: t.StateReason, Group: redrive.GroupKind{
 		PublisherService: t.Group.PublisherService, MessageType: t.Group.MessageType, ErrorCode: t.Group.ErrorCode,
 		StackTraceHash: t.Group.StackTraceHash, Ticket: t.Group.Ticket, Note: t.Group.Note}}
 	f := &r.Failure
-	*f = store.Failure{ID: t.ID, State: t.State, Temporality: t.Temporality, ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage,
+	*f = redrive.Failure{ID: t.ID, State: t.State, Temporality: t.Temporality, ErrorCode: t.ErrorCode, ErrorMessage: t.ErrorMessage,
 		ErrorDescription: t.ErrorDescription, StackTrace: t.StackTrace, StackTraceHash: t.StackTraceHash, EventID: t.EventID,
 		IdempotenceID: t.IdempotenceID, EventCreated: t.EventCreated, PublisherSystem: t.PublisherSystem,
 		PublisherService: t.PublisherService, ProcessID: t.ProcessID, Topic: t.Topic, Partition: t.Partition, Offset: off,

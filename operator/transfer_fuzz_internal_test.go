@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/store"
 )
 
@@ -58,10 +60,10 @@ func FuzzParseTransferRecord(f *testing.F) {
 				t.Fatalf("accepted text %q is not storable", *p)
 			}
 		}
-		if r.Group.Note != nil && utf8.RuneCountInString(*r.Group.Note) > store.MaxNoteLen {
+		if r.Group.Note != nil && utf8.RuneCountInString(*r.Group.Note) > redrive.MaxNoteLen {
 			t.Fatalf("accepted a note of %d characters", utf8.RuneCountInString(*r.Group.Note))
 		}
-		if len(x.Topic) > store.MaxKeyText {
+		if len(x.Topic) > redrive.MaxKeyText {
 			t.Fatalf("accepted a topic of %d bytes", len(x.Topic))
 		}
 	})

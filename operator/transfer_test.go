@@ -16,12 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 var admin = operator.Reader{Principal: "ada", Payload: true}
@@ -58,8 +59,8 @@ func seedTransfer(t *testing.T, pool *pgxpool.Pool, n int) {
 	for _, r := range []testkit.FailureRow{
 		{Key: []byte{0xff, 0x00}, Value: []byte{0x00, 0xc3, 0x01, 0xff}, HeaderNames: []string{"a", "a", "n"}, HeaderValues: [][]byte{[]byte("1"), []byte("2"), nil}},
 		{NullKey: true, Value: []byte{}},
-		{Key: []byte{}, Value: []byte(`{"x":"ü"}`), State: store.StateClosed},
-		{Key: []byte("tomb"), State: store.StateResent},
+		{Key: []byte{}, Value: []byte(`{"x":"ü"}`), State: redrive.StateClosed},
+		{Key: []byte("tomb"), State: redrive.StateResent},
 	} {
 		testkit.InsertFailure(t, pool, r)
 	}
@@ -111,7 +112,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	h := sha256.New()
 	peak := watchHeap(t)
 	start := time.Now()
-	res, err := src.Export(ctx, store.Filter{}, admin, func(line []byte) error {
+	res, err := src.Export(ctx, redrive.Filter{}, admin, func(line []byte) error {
 		h.Write(line)
 		_, err := w.Write(line)
 		return err
@@ -196,7 +197,7 @@ func TestImportRefusesBadLines(t *testing.T) {
 	src, srcStore := newCore(t, nil)
 	seedTransfer(t, srcStore.Pool(), 0)
 	var file bytes.Buffer
-	if _, err := src.Export(context.Background(), store.Filter{}, admin, func(l []byte) error { _, err := file.Write(l); return err }); err != nil {
+	if _, err := src.Export(context.Background(), redrive.Filter{}, admin, func(l []byte) error { _, err := file.Write(l); return err }); err != nil {
 		t.Fatal(err)
 	}
 	good := strings.Split(strings.TrimSpace(file.String()), "\n")
@@ -247,13 +248,13 @@ func TestExportViews(t *testing.T) {
 	c, s := newCore(t, func(cfg *operator.Config) { cfg.Masking = rules })
 	seedTransfer(t, s.Pool(), 0)
 	var hidden, masked bytes.Buffer
-	if _, err := c.Export(context.Background(), store.Filter{}, operator.Reader{Principal: "vic"}, func(l []byte) error { hidden.Write(l); return nil }); err != nil {
+	if _, err := c.Export(context.Background(), redrive.Filter{}, operator.Reader{Principal: "vic"}, func(l []byte) error { hidden.Write(l); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(hidden.String(), `"value":"`) || !strings.Contains(hidden.String(), `"payload_hidden":true`) {
 		t.Errorf("export without the payload permission holds payloads: %s", hidden.String()[:200])
 	}
-	if _, err := c.Export(context.Background(), store.Filter{}, admin, func(l []byte) error { masked.Write(l); return nil }); err != nil {
+	if _, err := c.Export(context.Background(), redrive.Filter{}, admin, func(l []byte) error { masked.Write(l); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	// {"x":"ü"} is masked to {"x":"**"} (ü is two bytes): base64 of that.

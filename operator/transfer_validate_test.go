@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/operator"
-	"github.com/redrive/redrive/store"
 )
 
 // edited returns the export line with the members of set replaced (a path "group.note" sets a
@@ -44,7 +45,7 @@ func edited(t *testing.T, line string, set map[string]any) string {
 func exportLines(t *testing.T, c *operator.Core, reader operator.Reader) []string {
 	t.Helper()
 	var file bytes.Buffer
-	if _, err := c.Export(context.Background(), store.Filter{}, reader, func(l []byte) error { _, err := file.Write(l); return err }); err != nil {
+	if _, err := c.Export(context.Background(), redrive.Filter{}, reader, func(l []byte) error { _, err := file.Write(l); return err }); err != nil {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(file.String()), "\n")
@@ -69,22 +70,22 @@ func TestImportValidatesRecords(t *testing.T) {
 		"NUL in the stack trace":     {map[string]any{"stack_trace": "at x\x00"}, "stack_trace"},
 		"NUL in the event id":        {map[string]any{"event_id": "e\x00"}, "event_id"},
 		"NUL in the idempotence id":  {map[string]any{"idempotence_id": "i\x00"}, "idempotence_id"},
-		"long idempotence id":        {map[string]any{"idempotence_id": long(store.MaxKeyText + 1)}, "idempotence_id"},
+		"long idempotence id":        {map[string]any{"idempotence_id": long(redrive.MaxKeyText + 1)}, "idempotence_id"},
 		"NUL in the publisher":       {map[string]any{"publisher_system": "s\x00"}, "publisher_system"},
-		"long publisher service":     {map[string]any{"publisher_service": long(store.MaxKeyText + 1)}, "publisher_service"},
+		"long publisher service":     {map[string]any{"publisher_service": long(redrive.MaxKeyText + 1)}, "publisher_service"},
 		"NUL in the message type":    {map[string]any{"message.type": "T\x00"}, "message.type"},
 		"NUL in a header name":       {map[string]any{"headers": []any{map[string]any{"name": "h\x00", "value": nil}}}, "headers[0].name"},
 		"NUL in the causing message": {map[string]any{"causing_message": "c\x00"}, "causing_message"},
-		"long causing message":       {map[string]any{"causing_message": long(store.MaxKeyText + 1)}, "causing_message"},
+		"long causing message":       {map[string]any{"causing_message": long(redrive.MaxKeyText + 1)}, "causing_message"},
 		"NUL in the state reason":    {map[string]any{"state_reason": "r\x00"}, "state_reason"},
 		"NUL in the closing reason":  {map[string]any{"closed_reason": "r\x00"}, "closed_reason"},
 		"NUL in the source topic":    {map[string]any{"source.topic": "s\x00", "source.partition": 0, "source.offset": "1"}, "source.topic"},
 		"half a source position":     {map[string]any{"source.topic": "s", "source.partition": nil, "source.offset": nil}, "source"},
 		"NUL in the group's note":    {map[string]any{"group.note": "n\x00"}, "group.note"},
-		"10,001-character note":      {map[string]any{"group.note": long(store.MaxNoteLen + 1)}, "group.note"},
-		"201-character ticket":       {map[string]any{"group.ticket": long(store.MaxTicketLen + 1)}, "group.ticket"},
+		"10,001-character note":      {map[string]any{"group.note": long(redrive.MaxNoteLen + 1)}, "group.note"},
+		"201-character ticket":       {map[string]any{"group.ticket": long(redrive.MaxTicketLen + 1)}, "group.ticket"},
 		"NUL in the group's kind":    {map[string]any{"group.error_code": "E\x00"}, "group.error_code"},
-		"long group key":             {map[string]any{"group.message_type": long(store.MaxGroupKey)}, "group"},
+		"long group key":             {map[string]any{"group.message_type": long(redrive.MaxGroupKey)}, "group"},
 		"pending without next":       {map[string]any{"state": "RETRY_PENDING", "next_attempt_at": nil}, "next_attempt_at"},
 		"closed without reason":      {map[string]any{"state": "CLOSED", "closed_reason": nil}, "closed_reason"},
 		"event created in year 0":    {map[string]any{"event_created": "0000-01-01T00:00:00Z"}, "event_created"},
@@ -113,7 +114,7 @@ func TestImportValidatesRecords(t *testing.T) {
 		t.Error("a refused import stored something")
 	}
 	// Within the limits, everything is stored (and a second import stores nothing more).
-	edge := edited(t, good[1], map[string]any{"group.note": long(store.MaxNoteLen), "topic": long(store.MaxKeyText)})
+	edge := edited(t, good[1], map[string]any{"group.note": long(redrive.MaxNoteLen), "topic": long(redrive.MaxKeyText)})
 	in := good[0] + "\n" + edge + "\n" + good[2] + "\n"
 	for i, want := range []int64{3, 0} {
 		res, err := dst.Import(context.Background(), strings.NewReader(in), false, "ada")

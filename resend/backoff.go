@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // Backoff is the retry policy of temporary failures: a pure function of the attempt number and
@@ -115,8 +115,8 @@ func (b Backoff) Next(attempt int, now time.Time) (time.Time, bool) {
 
 // ReasonRetriesExhausted is the state_reason of a temporary failure that became PERMANENT
 // because its causing message failed as often as the policy allows (MaxAttempts); intake
-// writes the same reason (store.StateReasonRetriesExhausted).
-const ReasonRetriesExhausted = store.StateReasonRetriesExhausted
+// writes the same reason (redrive.StateReasonRetriesExhausted).
+const ReasonRetriesExhausted = redrive.StateReasonRetriesExhausted
 
 // Exhausted reports whether the failure with the given attempt number gets no automatic
 // resend: it is PERMANENT with ReasonRetriesExhausted. It agrees with Next returning false.

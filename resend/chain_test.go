@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // A TEMPORARY head due for retry is followed, after the broker acknowledged it, by the two
@@ -25,9 +26,9 @@ func TestSchedulerResendsParkedFollowers(t *testing.T) {
 	head := e.insertFailure(t, row{Topic: topic, Offset: 10, Key: key, Causing: "head"})
 	// Stored out of offset order: the chain's order is the offsets'.
 	second := e.insertFailure(t, row{Topic: topic, Offset: 12, Key: key, Causing: "follower2",
-		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
+		State: redrive.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
 	first := e.insertFailure(t, row{Topic: topic, Offset: 11, Key: key, Causing: "follower1",
-		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
+		State: redrive.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
 	lone := e.insertFailure(t, row{Topic: topic, Offset: 13, Key: []byte("L"), Causing: "lone"})
 
 	st, err := s.round(context.Background())
@@ -35,7 +36,7 @@ func TestSchedulerResendsParkedFollowers(t *testing.T) {
 		t.Fatalf("round: %+v, %v; want 2 claimed and 4 resent", st, err)
 	}
 	for name, id := range map[string]uuid.UUID{"head": head, "follower1": first, "follower2": second, "lone": lone} {
-		if f := e.failure(t, id); f.State != store.StateResent {
+		if f := e.failure(t, id); f.State != redrive.StateResent {
 			t.Errorf("%s: %s, want RESENT", name, f.State)
 		}
 	}
@@ -80,20 +81,20 @@ func TestSchedulerChainStopsAtAFollowerNotResent(t *testing.T) {
 	owner, until := "elsewhere", e.clock.Now().Add(time.Hour)
 	head := e.insertFailure(t, row{Topic: topic, Offset: 10, Key: key, Causing: "head"})
 	first := e.insertFailure(t, row{Topic: topic, Offset: 11, Key: key, Causing: "follower1",
-		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind,
+		State: redrive.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind,
 		LeaseOwner: &owner, LeaseUntil: &until})
 	second := e.insertFailure(t, row{Topic: topic, Offset: 12, Key: key, Causing: "follower2",
-		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
+		State: redrive.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
 
 	st, err := s.round(context.Background())
 	if err != nil || st.resent != 1 || st.failed != 2 {
 		t.Fatalf("round: %+v, %v; want 1 resent and 2 not", st, err)
 	}
-	if f := e.failure(t, head); f.State != store.StateResent {
+	if f := e.failure(t, head); f.State != redrive.StateResent {
 		t.Errorf("head: %s, want RESENT", f.State)
 	}
 	for name, id := range map[string]uuid.UUID{"follower1": first, "follower2": second} {
-		if f := e.failure(t, id); f.State != store.StatePermanent {
+		if f := e.failure(t, id); f.State != redrive.StatePermanent {
 			t.Errorf("%s: %s, want PERMANENT", name, f.State)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // The database fails between the acknowledgements and the marks: nothing is lost. The rows stay
@@ -61,7 +61,7 @@ func TestDatabaseFailsBeforeTheMark(t *testing.T) {
 	if err := lock.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.countState(t, store.StateRetryPending); got != n {
+	if got := e.countState(t, redrive.StateRetryPending); got != n {
 		t.Fatalf("%d failures RETRY_PENDING after the failed marks, want %d", got, n)
 	}
 
@@ -77,7 +77,7 @@ func TestDatabaseFailsBeforeTheMark(t *testing.T) {
 	if st, err := s.round(ctx); err != nil || st.resent != n {
 		t.Fatalf("round after the claims expired: %+v, %v", st, err)
 	}
-	if got := e.countState(t, store.StateResent); got != n {
+	if got := e.countState(t, redrive.StateResent); got != n {
 		t.Fatalf("%d failures RESENT, want %d", got, n)
 	}
 	if got := e.records(topic); got != 2*n {

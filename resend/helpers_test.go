@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -105,7 +107,7 @@ func (e *env) scheduler(t *testing.T, edit func(*Config)) *Scheduler {
 
 // row is a failure to insert; zero fields get test defaults.
 type row struct {
-	State         store.State
+	State         redrive.State
 	Temporality   avro.Temporality
 	Topic         string
 	Partition     int32
@@ -133,7 +135,7 @@ func (e *env) insertFailure(t *testing.T, r row) uuid.UUID {
 	t.Helper()
 	ctx := context.Background()
 	if r.State == "" {
-		r.State = store.StateRetryPending
+		r.State = redrive.StateRetryPending
 	}
 	if r.Temporality == "" {
 		r.Temporality = avro.Temporary
@@ -157,7 +159,7 @@ func (e *env) insertFailure(t *testing.T, r row) uuid.UUID {
 		r.Attempt = 1
 	}
 	now := e.clock.Now()
-	if r.NextAttemptAt == nil && r.State == store.StateRetryPending {
+	if r.NextAttemptAt == nil && r.State == redrive.StateRetryPending {
 		r.NextAttemptAt = &now
 	}
 	if r.CreatedAt.IsZero() {
@@ -167,7 +169,7 @@ func (e *env) insertFailure(t *testing.T, r row) uuid.UUID {
 		r.UpdatedAt = r.CreatedAt
 	}
 	var closedReason *string
-	if r.State == store.StateClosed {
+	if r.State == redrive.StateClosed {
 		reason := "dismissed"
 		closedReason = &reason
 	}
@@ -237,7 +239,7 @@ const insertDueSQL = `
 
 // failureRow is what tests read back of a failure.
 type failureRow struct {
-	State           store.State
+	State           redrive.State
 	StateReason     *string
 	NextAttemptAt   *time.Time
 	ResendFailures  int
@@ -262,7 +264,7 @@ func (e *env) failure(t *testing.T, id uuid.UUID) failureRow {
 }
 
 // countState counts the failures in state.
-func (e *env) countState(t testing.TB, state store.State) int {
+func (e *env) countState(t testing.TB, state redrive.State) int {
 	t.Helper()
 	var n int
 	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM failures WHERE state = $1`, state).Scan(&n); err != nil {

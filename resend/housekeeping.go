@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/store"
 )
 
@@ -18,7 +20,7 @@ const (
 // HousekeepingResult counts what one housekeeping run did.
 type HousekeepingResult struct {
 	// Failures counts the failures deleted row by row from the default partition, by state.
-	Failures map[store.State]int64
+	Failures map[redrive.State]int64
 	// Groups counts the groups deleted because they were left empty.
 	Groups int64
 	// Created are the partitions created ahead.
@@ -58,7 +60,7 @@ func (s *Scheduler) housekeep(ctx context.Context) (HousekeepingResult, error) {
 		h.MaxCarry = 0 // no limit
 	}
 	now := s.cfg.Now()
-	res := HousekeepingResult{Failures: make(map[store.State]int64)}
+	res := HousekeepingResult{Failures: make(map[redrive.State]int64)}
 	var errs []error
 
 	ensured, err := s.store.EnsurePartitions(ctx, store.EnsurePartitionsParams{Now: now, Width: h.PartitionWidth, Ahead: h.PartitionsAhead})
@@ -86,12 +88,12 @@ func (s *Scheduler) housekeep(ctx context.Context) (HousekeepingResult, error) {
 	}
 
 	jobs := []struct {
-		state store.State
+		state redrive.State
 		age   time.Duration
 	}{
-		{store.StateResent, h.ResolvedAge},
-		{store.StateClosed, h.ResolvedAge},
-		{store.StatePermanent, h.PermanentAge},
+		{redrive.StateResent, h.ResolvedAge},
+		{redrive.StateClosed, h.ResolvedAge},
+		{redrive.StatePermanent, h.PermanentAge},
 	}
 	for _, job := range jobs {
 		cutoff := now.Add(-job.age)
@@ -109,10 +111,10 @@ func (s *Scheduler) housekeep(ctx context.Context) (HousekeepingResult, error) {
 			}
 		}
 	}
-	if total := res.Failures[store.StateResent] + res.Failures[store.StateClosed] + res.Failures[store.StatePermanent]; total > 0 || res.Groups > 0 {
+	if total := res.Failures[redrive.StateResent] + res.Failures[redrive.StateClosed] + res.Failures[redrive.StatePermanent]; total > 0 || res.Groups > 0 {
 		s.cfg.Logger.Info("housekeeping deleted old failures",
-			"resent", res.Failures[store.StateResent], "closed", res.Failures[store.StateClosed],
-			"permanent", res.Failures[store.StatePermanent], "groups", res.Groups)
+			"resent", res.Failures[redrive.StateResent], "closed", res.Failures[redrive.StateClosed],
+			"permanent", res.Failures[redrive.StatePermanent], "groups", res.Groups)
 	}
 
 	texts, err := s.store.DeleteUnusedTexts(ctx, now.Add(-max(h.ResolvedAge, h.PermanentAge)))

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/redrive/redrive/store"
 )
 
 func TestHousekeeping(t *testing.T) {
@@ -22,17 +22,17 @@ func TestHousekeeping(t *testing.T) {
 
 	// In group "gone-service": only failures that expire.
 	gone := []uuid.UUID{
-		e.insertFailure(t, row{Service: "gone-service", State: store.StateResent, CreatedAt: *ago(40 * day), ResentAt: ago(31 * day)}),
-		e.insertFailure(t, row{Service: "gone-service", State: store.StateClosed, CreatedAt: *ago(40 * day), ClosedAt: ago(31 * day)}),
-		e.insertFailure(t, row{Service: "gone-service", State: store.StatePermanent, CreatedAt: *ago(200 * day), UpdatedAt: *ago(181 * day)}),
+		e.insertFailure(t, row{Service: "gone-service", State: redrive.StateResent, CreatedAt: *ago(40 * day), ResentAt: ago(31 * day)}),
+		e.insertFailure(t, row{Service: "gone-service", State: redrive.StateClosed, CreatedAt: *ago(40 * day), ClosedAt: ago(31 * day)}),
+		e.insertFailure(t, row{Service: "gone-service", State: redrive.StatePermanent, CreatedAt: *ago(200 * day), UpdatedAt: *ago(181 * day)}),
 	}
 	// In group "kept-service": some expire, some stay.
-	expiring := e.insertFailure(t, row{Service: "kept-service", State: store.StateResent, CreatedAt: *ago(60 * day), ResentAt: ago(45 * day)})
+	expiring := e.insertFailure(t, row{Service: "kept-service", State: redrive.StateResent, CreatedAt: *ago(60 * day), ResentAt: ago(45 * day)})
 	kept := []uuid.UUID{
 		// Created long ago, but resent recently: the age counts from the resend.
-		e.insertFailure(t, row{Service: "kept-service", State: store.StateResent, CreatedAt: *ago(40 * day), ResentAt: ago(29 * day)}),
-		e.insertFailure(t, row{Service: "kept-service", State: store.StateClosed, CreatedAt: *ago(10 * day), ClosedAt: ago(10 * day)}),
-		e.insertFailure(t, row{Service: "kept-service", State: store.StatePermanent, CreatedAt: *ago(200 * day), UpdatedAt: *ago(179 * day)}),
+		e.insertFailure(t, row{Service: "kept-service", State: redrive.StateResent, CreatedAt: *ago(40 * day), ResentAt: ago(29 * day)}),
+		e.insertFailure(t, row{Service: "kept-service", State: redrive.StateClosed, CreatedAt: *ago(10 * day), ClosedAt: ago(10 * day)}),
+		e.insertFailure(t, row{Service: "kept-service", State: redrive.StatePermanent, CreatedAt: *ago(200 * day), UpdatedAt: *ago(179 * day)}),
 		// RETRY_PENDING is never deleted, however old.
 		e.insertFailure(t, row{Service: "kept-service", CreatedAt: *ago(400 * day), NextAttemptAt: ago(300 * day)}),
 	}
@@ -44,7 +44,7 @@ func TestHousekeeping(t *testing.T) {
 	if err != nil {
 		t.Fatalf("housekeep: %v", err)
 	}
-	if res.Failures[store.StateResent] != 2 || res.Failures[store.StateClosed] != 1 || res.Failures[store.StatePermanent] != 1 || res.Groups != 1 {
+	if res.Failures[redrive.StateResent] != 2 || res.Failures[redrive.StateClosed] != 1 || res.Failures[redrive.StatePermanent] != 1 || res.Groups != 1 {
 		t.Fatalf("result %+v", res)
 	}
 	exists := func(id uuid.UUID) bool {
@@ -87,7 +87,7 @@ func TestHousekeeping(t *testing.T) {
 
 	// A second run finds nothing.
 	res, err = s.housekeep(ctx)
-	if err != nil || res.Failures[store.StateResent]+res.Failures[store.StateClosed]+res.Failures[store.StatePermanent] != 0 {
+	if err != nil || res.Failures[redrive.StateResent]+res.Failures[redrive.StateClosed]+res.Failures[redrive.StatePermanent] != 0 {
 		t.Fatalf("second run: %+v, %v", res, err)
 	}
 }
@@ -95,7 +95,7 @@ func TestHousekeeping(t *testing.T) {
 func TestDeleteExpiredRefusesRetryPending(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	if _, _, err := e.store.DeleteExpired(context.Background(), store.StateRetryPending, e.clock.Now(), 10); err == nil {
+	if _, _, err := e.store.DeleteExpired(context.Background(), redrive.StateRetryPending, e.clock.Now(), 10); err == nil {
 		t.Fatal("DeleteExpired accepted RETRY_PENDING")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -248,9 +250,9 @@ func TestFailingAgainAfterResendContinuesTheChain(t *testing.T) {
 			}
 			chain = append(chain, l)
 		}
-		return len(chain) == 3 && chain[2].state == string(store.StatePermanent)
+		return len(chain) == 3 && chain[2].state == string(redrive.StatePermanent)
 	})
-	origin := store.TopicPartitionOffset(topic, 0, 0)
+	origin := redrive.TopicPartitionOffset(topic, 0, 0)
 	for i, l := range chain {
 		if l.attempt != i+1 || l.cause != origin {
 			t.Errorf("failure %d: attempt %d of %q, want attempt %d of %q", i, l.attempt, l.cause, i+1, origin)

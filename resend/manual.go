@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
@@ -17,21 +19,21 @@ import (
 
 // ErrInvalidRequest means a manual resend request cannot be served as asked (no principal, too
 // many ids); nothing was resent.
-var ErrInvalidRequest = resendtype.ErrInvalidRequest
+var ErrInvalidRequest = redrive.ErrInvalidRequest
 
 // AuditActionRetry is the audit_log action of a manual resend.
 const AuditActionRetry = resendtype.AuditActionRetry
 
-// Outcome is what became of one resend (resendtype.Outcome).
-type Outcome = resendtype.Outcome
+// Outcome is what became of one resend (redrive.Outcome).
+type Outcome = redrive.Outcome
 
 // The outcomes of a resend (resendtype).
 const (
-	OutcomeResent    = resendtype.OutcomeResent
-	OutcomeNotFound  = resendtype.OutcomeNotFound
-	OutcomeConflict  = resendtype.OutcomeConflict
-	OutcomeFailed    = resendtype.OutcomeFailed
-	OutcomeExhausted = resendtype.OutcomeExhausted
+	OutcomeResent    = redrive.OutcomeResent
+	OutcomeNotFound  = redrive.OutcomeNotFound
+	OutcomeConflict  = redrive.OutcomeConflict
+	OutcomeFailed    = redrive.OutcomeFailed
+	OutcomeExhausted = redrive.OutcomeExhausted
 )
 
 // ManualRequest says who asks for a manual resend and why (resendtype.ManualRequest).
@@ -110,7 +112,7 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 		if req.TargetTopic != "" || len(req.Headers) > 0 {
 			edit = func(it *store.ResendItem) {
 				if req.TargetTopic != "" && it.Topic != req.TargetTopic {
-					it.Topic, it.Partition = req.TargetTopic, store.UnknownPosition
+					it.Topic, it.Partition = req.TargetTopic, redrive.UnknownPosition
 				}
 				if len(req.Headers) > 0 {
 					it.Headers = append(slices.Clip(it.Headers), req.Headers...)
@@ -161,7 +163,7 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 			if ref.InProgress {
 				part[i].Error = "a resend of this failure is in progress"
 			} else {
-				part[i].Error = (&store.TransitionError{ID: part[i].ID, From: ref.State, Action: "resend"}).Error()
+				part[i].Error = (&redrive.TransitionError{ID: part[i].ID, From: ref.State, Action: "resend"}).Error()
 			}
 		} else {
 			part[i].Outcome, part[i].Error = OutcomeNotFound, "no failure has this id"
@@ -181,7 +183,7 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 			res.Outcome, res.Error = d.Outcome, d.Err
 		}
 	}
-	out, err := r.s.deliver(bctx, r.owner, trigger, claim, func(out []delivered) []store.AuditEntry {
+	out, err := r.s.deliver(bctx, r.owner, trigger, claim, func(out []delivered) []redrive.AuditEntry {
 		settle(out)
 		return auditEntries(part, req, r.s.cfg.ServiceName, trigger)
 	})
@@ -204,12 +206,12 @@ func (r *Resender) auditOnly(items []ItemResult, req ManualRequest, trigger stri
 	}
 }
 
-func auditEntries(items []ItemResult, req ManualRequest, service, trigger string) []store.AuditEntry {
+func auditEntries(items []ItemResult, req ManualRequest, service, trigger string) []redrive.AuditEntry {
 	var reason *string
 	if req.Reason != "" {
 		reason = &req.Reason
 	}
-	entries := make([]store.AuditEntry, 0, len(items))
+	entries := make([]redrive.AuditEntry, 0, len(items))
 	for _, it := range items {
 		if it.Outcome == OutcomeNotFound || it.Outcome == OutcomeConflict {
 			// Refused, nothing happened to the failure: as for a refused close, no entry.
@@ -229,7 +231,7 @@ func auditEntries(items []ItemResult, req ManualRequest, service, trigger string
 		if it.Error != "" {
 			details["error"] = it.Error
 		}
-		entries = append(entries, store.AuditEntry{FailureID: &it.ID, Action: AuditActionRetry, Principal: req.Principal, Reason: reason, Details: details})
+		entries = append(entries, redrive.AuditEntry{FailureID: &it.ID, Action: AuditActionRetry, Principal: req.Principal, Reason: reason, Details: details})
 	}
 	return entries
 }
@@ -303,7 +305,7 @@ func (r *Resender) ResendRevision(ctx context.Context, id uuid.UUID, rev Revisio
 	req.Details = details
 	r.resendChunk(ctx, part, req, func(it *store.ResendItem) {
 		if rev.Topic != it.Topic {
-			it.Partition = store.UnknownPosition // another topic: partition by key
+			it.Partition = redrive.UnknownPosition // another topic: partition by key
 		}
 		it.Topic, it.Key, it.Value = rev.Topic, rev.Key, rev.Value
 		it.Headers = append(append([]avro.Header(nil), rev.Headers...),

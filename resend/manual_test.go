@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/redrive/redrive/store"
 )
 
 type auditRow struct {
@@ -58,10 +58,10 @@ func TestResendIDsOutcomes(t *testing.T) {
 	other := "other-instance"
 	resentAt := now.Add(-time.Hour)
 
-	permanent := e.insertFailure(t, row{Topic: topic, State: store.StatePermanent, Temporality: "PERMANENT"})
+	permanent := e.insertFailure(t, row{Topic: topic, State: redrive.StatePermanent, Temporality: "PERMANENT"})
 	pending := e.insertFailure(t, row{Topic: topic, NextAttemptAt: &future})
-	resent := e.insertFailure(t, row{Topic: topic, State: store.StateResent, ResentAt: &resentAt})
-	closed := e.insertFailure(t, row{Topic: topic, State: store.StateClosed})
+	resent := e.insertFailure(t, row{Topic: topic, State: redrive.StateResent, ResentAt: &resentAt})
+	closed := e.insertFailure(t, row{Topic: topic, State: redrive.StateClosed})
 	inFlight := e.insertFailure(t, row{Topic: topic, LeaseOwner: &other, LeaseUntil: &until})
 	missing := uuid.New()
 
@@ -73,13 +73,13 @@ func TestResendIDsOutcomes(t *testing.T) {
 	want := []struct {
 		id      uuid.UUID
 		outcome Outcome
-		state   store.State
+		state   redrive.State
 	}{
-		{permanent, OutcomeResent, store.StatePermanent},
-		{pending, OutcomeResent, store.StateRetryPending},
-		{resent, OutcomeConflict, store.StateResent},
-		{closed, OutcomeConflict, store.StateClosed},
-		{inFlight, OutcomeConflict, store.StateRetryPending},
+		{permanent, OutcomeResent, redrive.StatePermanent},
+		{pending, OutcomeResent, redrive.StateRetryPending},
+		{resent, OutcomeConflict, redrive.StateResent},
+		{closed, OutcomeConflict, redrive.StateClosed},
+		{inFlight, OutcomeConflict, redrive.StateRetryPending},
 		{missing, OutcomeNotFound, ""},
 	}
 	if len(res.Items) != len(want) {
@@ -101,7 +101,7 @@ func TestResendIDsOutcomes(t *testing.T) {
 		t.Errorf("conflict errors: %q, %q", res.Items[2].Error, res.Items[4].Error)
 	}
 	for _, id := range []uuid.UUID{permanent, pending} {
-		if f := e.failure(t, id); f.State != store.StateResent || f.ResentAt == nil || f.LeaseOwner != nil {
+		if f := e.failure(t, id); f.State != redrive.StateResent || f.ResentAt == nil || f.LeaseOwner != nil {
 			t.Errorf("%s after manual resend: %+v", id, f)
 		}
 	}
@@ -160,7 +160,7 @@ func TestResendIDsRateLimit(t *testing.T) {
 	r := e.scheduler(t, func(c *Config) { c.ManualRate = 0.1; c.ManualBurst = 1 }).Resender()
 	var ids []uuid.UUID
 	for range 3 {
-		ids = append(ids, e.insertFailure(t, row{Topic: topic, State: store.StatePermanent}))
+		ids = append(ids, e.insertFailure(t, row{Topic: topic, State: redrive.StatePermanent}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -175,7 +175,7 @@ func TestResendIDsRateLimit(t *testing.T) {
 		if !strings.Contains(it.Error, "not attempted") {
 			t.Errorf("item %s: error %q", it.ID, it.Error)
 		}
-		if f := e.failure(t, it.ID); f.State != store.StatePermanent {
+		if f := e.failure(t, it.ID); f.State != redrive.StatePermanent {
 			t.Errorf("item %s: state %s", it.ID, f.State)
 		}
 		if a := e.audit(t, it.ID); len(a) != 1 || a[0].Details["outcome"] != "failed" {
@@ -194,7 +194,7 @@ func TestResendIDsBrokerFailure(t *testing.T) {
 	const topic = "orders"
 	e := newEnv(t, map[string]int{topic: 1})
 	r := e.scheduler(t, func(c *Config) { c.SendTimeout = time.Second }).Resender()
-	id := e.insertFailure(t, row{Topic: topic, State: store.StatePermanent})
+	id := e.insertFailure(t, row{Topic: topic, State: redrive.StatePermanent})
 	fault := e.cluster.FailProduce(topic, 0)
 	defer fault.Remove()
 	res, err := r.ResendIDs(context.Background(), []uuid.UUID{id}, ManualRequest{Principal: "carol"})
@@ -205,7 +205,7 @@ func TestResendIDsBrokerFailure(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	f := e.failure(t, id)
-	if f.State != store.StatePermanent || f.ResendFailures != 1 || f.LastResendError == nil || f.NextAttemptAt != nil || f.LeaseOwner != nil {
+	if f.State != redrive.StatePermanent || f.ResendFailures != 1 || f.LastResendError == nil || f.NextAttemptAt != nil || f.LeaseOwner != nil {
 		t.Fatalf("failure after the refused resend: %+v", f)
 	}
 	if a := e.audit(t, id); len(a) != 1 || a[0].Details["outcome"] != "failed" || a[0].Details["error"] == nil {

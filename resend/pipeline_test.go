@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redrive/redrive"
 
-	"github.com/redrive/redrive/store"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // When Run's context ends in the middle of a bulk resend, the batches already claimed are still
@@ -43,8 +43,8 @@ func TestShutdownMarksAcknowledgedRows(t *testing.T) {
 	}
 
 	acked := testutil.ToFloat64(s.metrics.acked.WithLabelValues(TriggerAuto))
-	resent := e.countState(t, store.StateResent)
-	pending := e.countState(t, store.StateRetryPending)
+	resent := e.countState(t, redrive.StateResent)
+	pending := e.countState(t, redrive.StateRetryPending)
 	t.Logf("stopped after %d of %d failures", resent, n)
 	if resent+pending != n {
 		t.Fatalf("%d RESENT + %d RETRY_PENDING, want %d in all", resent, pending, n)
@@ -93,7 +93,7 @@ func TestBulkRoundSendsEachRowOnce(t *testing.T) {
 	if st.claimed != n || st.resent != n || st.failed != 0 {
 		t.Fatalf("round %+v, want %d claimed and resent", st, n)
 	}
-	if got := e.countState(t, store.StateResent); got != n {
+	if got := e.countState(t, redrive.StateResent); got != n {
 		t.Fatalf("%d failures RESENT, want %d", got, n)
 	}
 	if got := e.records(topic); got != n {

@@ -8,16 +8,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/kafkalog"
-	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
 
 // ErrClosed means the resender was shut down: Run returned.
-var ErrClosed = resendtype.ErrClosed
+var ErrClosed = redrive.ErrClosed
 
 // errNoReport means the producer gave no delivery report in time; the record may still arrive.
 var errNoReport = errors.New("no delivery report within the send timeout")
@@ -221,7 +222,7 @@ func (p *publisher) send(items []store.ResendItem) []error {
 func (p *publisher) message(it *store.ResendItem, opaque any) *kafka.Message {
 	topic := it.Topic
 	partition := kafka.PartitionAny
-	if p.partitioning == PartitionOriginal && it.Partition >= 0 { // store.UnknownPosition: any
+	if p.partitioning == PartitionOriginal && it.Partition >= 0 { // redrive.UnknownPosition: any
 		partition = it.Partition
 	}
 	return &kafka.Message{
@@ -238,14 +239,14 @@ func (p *publisher) message(it *store.ResendItem, opaque any) *kafka.Message {
 // which are then added once each, in that order, with the UTF-8 bytes of targetService,
 // resendingService and causingMessage. It is SourceResendHeaders for an MPFE source.
 func ResendHeaders(stored []avro.Header, targetService, resendingService, causingMessage string) []kafka.Header {
-	return SourceResendHeaders(store.SourceMPFE, stored, targetService, resendingService, causingMessage)
+	return SourceResendHeaders(redrive.SourceMPFE, stored, targetService, resendingService, causingMessage)
 }
 
 // SourceResendHeaders is ResendHeaders for a failure read from a source of the given format: it
 // also leaves out the headers that the format's writer added when it dead-lettered the record
 // (kafka_dlt-* for spring, __connect.errors.* for connect, __streams.errors.* for streams;
-// store.SourceFormat.IsErrorHeader), so that the original's own headers remain, in order.
-func SourceResendHeaders(format store.SourceFormat, stored []avro.Header, targetService, resendingService, causingMessage string) []kafka.Header {
+// redrive.SourceFormat.IsErrorHeader), so that the original's own headers remain, in order.
+func SourceResendHeaders(format redrive.SourceFormat, stored []avro.Header, targetService, resendingService, causingMessage string) []kafka.Header {
 	hs := make([]kafka.Header, 0, len(stored)+3)
 	for _, h := range stored {
 		switch h.Name {

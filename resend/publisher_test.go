@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/testkit"
-	"github.com/redrive/redrive/store"
 )
 
 func hdr(name string, value []byte) avro.Header { return avro.Header{Name: name, Value: value} }
@@ -91,7 +92,7 @@ func TestResendByteExactThroughThreeResends(t *testing.T) {
 		if err != nil || st.resent != 1 {
 			t.Fatalf("round %d: %+v, %v", attempt, st, err)
 		}
-		if f := e.failure(t, id); f.State != store.StateResent || f.ResentAt == nil || f.LeaseOwner != nil {
+		if f := e.failure(t, id); f.State != redrive.StateResent || f.ResentAt == nil || f.LeaseOwner != nil {
 			t.Fatalf("round %d: failure after resend: %+v", attempt, f)
 		}
 		got = e.cluster.ConsumeN(t, topic, attempt, 30*time.Second)

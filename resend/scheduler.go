@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 	"golang.org/x/time/rate"
 
@@ -134,7 +136,7 @@ type delivered struct {
 // SendBackoff when RETRY_PENDING), marks the acknowledged ones RESENT and releases the claim, with
 // the audit entries that audit returns in the same transaction. It returns one outcome per item, in order. An acknowledged
 // record whose row could not be marked is a failed outcome that says so.
-func (s *Scheduler) deliver(ctx context.Context, owner, trigger string, claim store.ResendClaim, audit func([]delivered) []store.AuditEntry) ([]delivered, error) {
+func (s *Scheduler) deliver(ctx context.Context, owner, trigger string, claim store.ResendClaim, audit func([]delivered) []redrive.AuditEntry) ([]delivered, error) {
 	items := claim.Items
 	out := make([]delivered, len(items))
 	if len(items) == 0 && audit == nil {
@@ -179,7 +181,7 @@ func (s *Scheduler) deliver(ctx context.Context, owner, trigger string, claim st
 			"first_error", failures[0].Error)
 	}
 
-	var auditFn func([]uuid.UUID) []store.AuditEntry
+	var auditFn func([]uuid.UUID) []redrive.AuditEntry
 	settle := func(marked []uuid.UUID) {
 		ok := make(map[uuid.UUID]bool, len(marked))
 		for _, id := range marked {
@@ -193,7 +195,7 @@ func (s *Scheduler) deliver(ctx context.Context, owner, trigger string, claim st
 		}
 	}
 	if audit != nil {
-		auditFn = func(marked []uuid.UUID) []store.AuditEntry {
+		auditFn = func(marked []uuid.UUID) []redrive.AuditEntry {
 			settle(marked)
 			return audit(out)
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -41,7 +43,7 @@ func TestTwoSchedulersSendEachRowOnce(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, time.Minute, "all failures RESENT", func() bool { return e.countState(t, store.StateResent) == n })
+	waitFor(t, time.Minute, "all failures RESENT", func() bool { return e.countState(t, redrive.StateResent) == n })
 	cancel()
 	wg.Wait()
 
@@ -95,7 +97,7 @@ func TestBrokerFailureKeepsRowDue(t *testing.T) {
 	}
 	now := e.clock.Now()
 	f := e.failure(t, id)
-	if f.State != store.StateRetryPending || f.ResendFailures != 1 || f.LastResendError == nil || f.LeaseOwner != nil {
+	if f.State != redrive.StateRetryPending || f.ResendFailures != 1 || f.LastResendError == nil || f.LeaseOwner != nil {
 		t.Fatalf("after failed resend: %+v", f)
 	}
 	if !f.NextAttemptAt.Equal(now.Add(10 * time.Second)) {
@@ -119,7 +121,7 @@ func TestBrokerFailureKeepsRowDue(t *testing.T) {
 	if st, err := s.round(ctx); err != nil || st.resent != 1 {
 		t.Fatalf("round after the broker recovered: %+v, %v", st, err)
 	}
-	if f := e.failure(t, id); f.State != store.StateResent || f.ResendFailures != 1 {
+	if f := e.failure(t, id); f.State != redrive.StateResent || f.ResendFailures != 1 {
 		t.Fatalf("after the resend: %+v", f)
 	}
 	if got := e.records(topic); got != 1 {
@@ -141,11 +143,11 @@ func TestRetriesExhaustedBecomesPermanent(t *testing.T) {
 	if err != nil || st.resent != 1 || st.exhausted != 1 {
 		t.Fatalf("round: %+v, %v", st, err)
 	}
-	if f := e.failure(t, last); f.State != store.StateResent {
+	if f := e.failure(t, last); f.State != redrive.StateResent {
 		t.Errorf("attempt 14: %s, want RESENT", f.State)
 	}
 	f := e.failure(t, exhausted)
-	if f.State != store.StatePermanent || f.StateReason == nil || *f.StateReason != ReasonRetriesExhausted || f.LeaseOwner != nil {
+	if f.State != redrive.StatePermanent || f.StateReason == nil || *f.StateReason != ReasonRetriesExhausted || f.LeaseOwner != nil {
 		t.Errorf("attempt 15: %+v, want PERMANENT with reason %q", f, ReasonRetriesExhausted)
 	}
 	if got := e.records(topic); got != 1 {
@@ -174,7 +176,7 @@ func TestExpiredLeaseReturnsClaim(t *testing.T) {
 	if st, err := s.round(context.Background()); err != nil || st.resent != 1 {
 		t.Fatalf("round after the lease expired: %+v, %v", st, err)
 	}
-	if f := e.failure(t, id); f.State != store.StateResent {
+	if f := e.failure(t, id); f.State != redrive.StateResent {
 		t.Fatalf("state %s, want RESENT", f.State)
 	}
 }
@@ -305,7 +307,7 @@ func TestFatalProducerErrorReplacesProducer(t *testing.T) {
 	if st, err := s.round(context.Background()); err != nil || st.resent != 1 {
 		t.Fatalf("round after the fatal error: %+v, %v", st, err)
 	}
-	if f := e.failure(t, id); f.State != store.StateResent {
+	if f := e.failure(t, id); f.State != redrive.StateResent {
 		t.Fatalf("state %s, want RESENT", f.State)
 	}
 	s.pub.mu.RLock()
@@ -324,7 +326,7 @@ func TestDisableAutomatic(t *testing.T) {
 	now := e.clock.Now()
 	ago := func(d time.Duration) *time.Time { v := now.Add(-d); return &v }
 	due := e.insertFailure(t, row{NextAttemptAt: ago(time.Hour)})
-	expired := e.insertFailure(t, row{State: store.StateResent, CreatedAt: *ago(40 * 24 * time.Hour), ResentAt: ago(31 * 24 * time.Hour)})
+	expired := e.insertFailure(t, row{State: redrive.StateResent, CreatedAt: *ago(40 * 24 * time.Hour), ResentAt: ago(31 * 24 * time.Hour)})
 	s := e.scheduler(t, func(c *Config) {
 		c.DisableAutomatic, c.Interval = true, time.Millisecond
 		c.Housekeeping = HousekeepingConfig{Interval: time.Millisecond}
@@ -345,7 +347,7 @@ func TestDisableAutomatic(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if f := e.failure(t, due); f.State != store.StateRetryPending || e.records("orders") != 0 {
+	if f := e.failure(t, due); f.State != redrive.StateRetryPending || e.records("orders") != 0 {
 		t.Errorf("due failure %s, %d records sent; want it RETRY_PENDING and nothing sent", f.State, e.records("orders"))
 	}
 

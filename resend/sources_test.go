@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
@@ -19,12 +21,12 @@ func TestSourceResendHeaders(t *testing.T) {
 		hdr("traceparent", []byte("00-1")), hdr("kafka_dlt-original-topic", []byte("orders")),
 		hdr("__connect.errors.topic", []byte("orders")), hdr("__streams.errors.topic", []byte("orders")), hdr("dup", nil),
 	}
-	for format, want := range map[store.SourceFormat]string{
-		store.SourceMPFE:    `traceparent="00-1" kafka_dlt-original-topic="orders" __connect.errors.topic="orders" __streams.errors.topic="orders" dup=<nil>`,
-		store.SourceRaw:     `traceparent="00-1" kafka_dlt-original-topic="orders" __connect.errors.topic="orders" __streams.errors.topic="orders" dup=<nil>`,
-		store.SourceSpring:  `traceparent="00-1" __connect.errors.topic="orders" __streams.errors.topic="orders" dup=<nil>`,
-		store.SourceConnect: `traceparent="00-1" kafka_dlt-original-topic="orders" __streams.errors.topic="orders" dup=<nil>`,
-		store.SourceStreams: `traceparent="00-1" kafka_dlt-original-topic="orders" __connect.errors.topic="orders" dup=<nil>`,
+	for format, want := range map[redrive.SourceFormat]string{
+		redrive.SourceMPFE:    `traceparent="00-1" kafka_dlt-original-topic="orders" __connect.errors.topic="orders" __streams.errors.topic="orders" dup=<nil>`,
+		redrive.SourceRaw:     `traceparent="00-1" kafka_dlt-original-topic="orders" __connect.errors.topic="orders" __streams.errors.topic="orders" dup=<nil>`,
+		redrive.SourceSpring:  `traceparent="00-1" __connect.errors.topic="orders" __streams.errors.topic="orders" dup=<nil>`,
+		redrive.SourceConnect: `traceparent="00-1" kafka_dlt-original-topic="orders" __streams.errors.topic="orders" dup=<nil>`,
+		redrive.SourceStreams: `traceparent="00-1" kafka_dlt-original-topic="orders" __connect.errors.topic="orders" dup=<nil>`,
 	} {
 		want += ` jeap_eh_target_service="svc" jeap_eh_error_handling_service="redrive" redrive-origin="origin"`
 		if got := headerList(SourceResendHeaders(format, stored, "svc", "redrive", "origin")); got != want {
@@ -56,11 +58,11 @@ func TestResendForeignSourceAndTombstones(t *testing.T) {
 	}
 	original := []avro.Header{hdr("traceparent", []byte("00-1")), hdr("nil", nil), hdr("traceparent", []byte("00-2"))}
 	stored := append(append(append(append([]avro.Header{}, original...), springSet(5)...), hdr("late", []byte("x"))), springSet(9)...)
-	wantHeaders := headerList(SourceResendHeaders(store.SourceMPFE, append(append([]avro.Header{}, original...), hdr("late", []byte("x"))),
+	wantHeaders := headerList(SourceResendHeaders(redrive.SourceMPFE, append(append([]avro.Header{}, original...), hdr("late", []byte("x"))),
 		"order-service", "redrive-test", "orders/0/9"))
 
 	due := func(int, time.Time) (time.Time, bool) { return e.clock.Now().Add(-time.Second), true }
-	mk := func(offset int64, key, value []byte, null bool, headers []avro.Header, format store.SourceFormat) store.Incoming {
+	mk := func(offset int64, key, value []byte, null bool, headers []avro.Header, format redrive.SourceFormat) store.Incoming {
 		id := uuid.NewString()
 		return store.Incoming{
 			Event: &avro.Event{
@@ -75,7 +77,7 @@ func TestResendForeignSourceAndTombstones(t *testing.T) {
 				DomainEventVersion: avro.DomainEventVersion,
 			},
 			Headers: headers, ValueNull: null,
-			Source: store.Source{Format: format, Topic: "orders.DLT", Partition: 0, Offset: offset},
+			Source: redrive.Source{Format: format, Topic: "orders.DLT", Partition: 0, Offset: offset},
 		}
 	}
 	key := []byte{0x00, 0xff, 'k'}
@@ -85,12 +87,12 @@ func TestResendForeignSourceAndTombstones(t *testing.T) {
 	streams := []avro.Header{hdr("__streams.errors.exception", []byte("java.lang.NullPointerException")), hdr("__streams.errors.message", nil)}
 	raw := []avro.Header{hdr("kafka_dlt-original-topic", []byte("kept: raw records are copies")), hdr("x", []byte("1"))}
 	if _, err := e.store.Ingest(ctx, []store.Incoming{
-		mk(9, key, value, false, stored, store.SourceSpring),
-		mk(10, []byte("gone"), nil, true, original, store.SourceSpring),
-		mk(11, nil, []byte{}, false, nil, store.SourceMPFE),
-		mk(12, []byte("connect"), []byte{0x80}, false, connect, store.SourceConnect),
-		mk(13, []byte("streams"), []byte("s"), false, streams, store.SourceStreams),
-		mk(14, []byte("raw"), []byte("r"), false, raw, store.SourceRaw),
+		mk(9, key, value, false, stored, redrive.SourceSpring),
+		mk(10, []byte("gone"), nil, true, original, redrive.SourceSpring),
+		mk(11, nil, []byte{}, false, nil, redrive.SourceMPFE),
+		mk(12, []byte("connect"), []byte{0x80}, false, connect, redrive.SourceConnect),
+		mk(13, []byte("streams"), []byte("s"), false, streams, redrive.SourceStreams),
+		mk(14, []byte("raw"), []byte("r"), false, raw, redrive.SourceRaw),
 	}, due); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestResendForeignSourceAndTombstones(t *testing.T) {
 		t.Errorf("empty value resent as %v (key %v), want empty and non-null with a null key", empty.Value, empty.Key)
 	}
 	resendHeaders := func(causing string, hs ...avro.Header) string {
-		return headerList(SourceResendHeaders(store.SourceMPFE, hs, "order-service", "redrive-test", causing))
+		return headerList(SourceResendHeaders(redrive.SourceMPFE, hs, "order-service", "redrive-test", causing))
 	}
 	for k, want := range map[string]string{
 		"connect": resendHeaders("orders/0/12", original...),

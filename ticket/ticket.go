@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
 )
 
 // placeholders lists the names a template may use.
@@ -68,7 +68,7 @@ func (t Template) IsZero() bool { return t.text == "" }
 
 // Values returns the placeholder values of a group; baseURL is redrive's UI address (may be
 // empty).
-func Values(g *store.Group, baseURL string) map[string]string {
+func Values(g *redrive.Group, baseURL string) map[string]string {
 	v := map[string]string{
 		"group_id": strconv.FormatInt(g.ID, 10), "service": g.PublisherService, "source": g.PublisherService,
 		"message_type": g.MessageType, "error_code": g.ErrorCode, "stack_trace_hash": g.StackTraceHash,
@@ -205,7 +205,7 @@ var untrusted = []string{"service", "source", "message_type", "error_code", "sta
 const jiraMarkup = `\*_?-+^~{}[]|!#`
 
 // Create opens an issue for g and returns its key (OPS-123).
-func (j *Jira) Create(ctx context.Context, g *store.Group) (string, error) {
+func (j *Jira) Create(ctx context.Context, g *redrive.Group) (string, error) {
 	v := Values(g, j.cfg.BaseURL)
 	plain, wiki := map[string]string{}, map[string]string{}
 	for k, s := range v {

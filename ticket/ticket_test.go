@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/store"
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/ticket"
 )
 
-func group() *store.Group {
+func group() *redrive.Group {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	return &store.Group{ID: 42, PublisherService: "billing", MessageType: "Invoice", ErrorCode: "TIMEOUT",
+	return &redrive.Group{ID: 42, PublisherService: "billing", MessageType: "Invoice", ErrorCode: "TIMEOUT",
 		StackTraceHash: "abc", FirstSeen: at, LastSeen: at.Add(time.Hour), TotalCount: 17, OpenCount: 5}
 }
 

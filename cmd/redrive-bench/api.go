@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -202,18 +204,18 @@ func benchAPI(ctx context.Context, args []string) error {
 		p    store.ListParams
 	}{
 		{"first page, unfiltered", store.ListParams{Limit: 50}},
-		{"filtered page (state + topic)", store.ListParams{Limit: 50, Filter: store.Filter{States: []store.State{store.StatePermanent}, Topic: "topic-07"}}},
+		{"filtered page (state + topic)", store.ListParams{Limit: 50, Filter: redrive.Filter{States: []redrive.State{redrive.StatePermanent}, Topic: "topic-07"}}},
 		{fmt.Sprintf("page %d via cursor", *deep), store.ListParams{Limit: 50, After: pos}},
-		{"free-text search", store.ListParams{Limit: 50, Filter: store.Filter{Search: "order 1234 "}}},
-		{"search: key prefix", store.ListParams{Limit: 50, Filter: store.Filter{KeyPrefix: []byte(ids[0].String()[:8])}}},
-		{"search: event id", store.ListParams{Limit: 50, Filter: store.Filter{EventID: ids[0].String()}}},
-		{"search: idempotence id", store.ListParams{Limit: 50, Filter: store.Filter{IdempotenceID: ids[0].String()}}},
-		{"search: causing event id", store.ListParams{Limit: 50, Filter: store.Filter{CausingMessage: "order-" + ids[0].String()}}},
-		{"search: trace id", store.ListParams{Limit: 50, Filter: store.Filter{TraceID: fmt.Sprintf("%032x", 4242)}}},
-		{"search: stack-trace hash", store.ListParams{Limit: 50, Filter: store.Filter{StackTraceHash: fmt.Sprintf("%08x", 42)}}},
-		{"search: no ticket", store.ListParams{Limit: 50, Filter: store.Filter{NoTicket: true}}},
-		{"search: header name=value", store.ListParams{Limit: 50, Filter: store.Filter{HeaderName: "content-type", HeaderValue: []byte("application/json")}}},
-		{"search: payload within one topic", store.ListParams{Limit: 50, Filter: store.Filter{Topic: "topic-07", Payload: []byte(`"customer":"c-4242"`)}}},
+		{"free-text search", store.ListParams{Limit: 50, Filter: redrive.Filter{Search: "order 1234 "}}},
+		{"search: key prefix", store.ListParams{Limit: 50, Filter: redrive.Filter{KeyPrefix: []byte(ids[0].String()[:8])}}},
+		{"search: event id", store.ListParams{Limit: 50, Filter: redrive.Filter{EventID: ids[0].String()}}},
+		{"search: idempotence id", store.ListParams{Limit: 50, Filter: redrive.Filter{IdempotenceID: ids[0].String()}}},
+		{"search: causing event id", store.ListParams{Limit: 50, Filter: redrive.Filter{CausingMessage: "order-" + ids[0].String()}}},
+		{"search: trace id", store.ListParams{Limit: 50, Filter: redrive.Filter{TraceID: fmt.Sprintf("%032x", 4242)}}},
+		{"search: stack-trace hash", store.ListParams{Limit: 50, Filter: redrive.Filter{StackTraceHash: fmt.Sprintf("%08x", 42)}}},
+		{"search: no ticket", store.ListParams{Limit: 50, Filter: redrive.Filter{NoTicket: true}}},
+		{"search: header name=value", store.ListParams{Limit: 50, Filter: redrive.Filter{HeaderName: "content-type", HeaderValue: []byte("application/json")}}},
+		{"search: payload within one topic", store.ListParams{Limit: 50, Filter: redrive.Filter{Topic: "topic-07", Payload: []byte(`"customer":"c-4242"`)}}},
 	} {
 		plan, err := st.ExplainList(ctx, ex.p)
 		if err != nil {
@@ -304,8 +306,8 @@ func apiIndent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\
 
 // apiBenchPosition finds the position after the given page by keyset, as the API's cursor
 // holds it.
-func apiBenchPosition(ctx context.Context, st *store.Store, page int) (*store.Position, error) {
-	var after *store.Position
+func apiBenchPosition(ctx context.Context, st *store.Store, page int) (*redrive.Position, error) {
+	var after *redrive.Position
 	for p := 1; p < page; p++ {
 		rows, more, err := st.ListFailures(ctx, store.ListParams{Limit: 50, After: after})
 		if err != nil {

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -279,7 +281,7 @@ func intakeBenchRows(in store.Incoming, groupID int64, attempt int, now time.Tim
 		trace, p.StackTraceHash, e.Identity.EventID, e.Identity.IdempotenceID, e.Identity.Created, e.Publisher.System,
 		e.Publisher.Service, e.ProcessID, e.References.Message.TopicName, e.References.Message.Partition, e.References.Message.Offset,
 		p.OriginalKey, p.OriginalMessage, names, values, md.EventID, md.IdempotenceID, md.Created, md.System, md.Service,
-		md.MessageTypeName, md.MessageTypeVersion, store.CausingMessage(e, in.Headers), attempt, "mpfe",
+		md.MessageTypeName, md.MessageTypeVersion, redrive.CausingMessage(e, in.Headers), attempt, "mpfe",
 	}
 	return record, []any{id, now, groupID, string(e.References.ErrorType.Temporality), e.References.Message.TopicName, st, next, now},
 		[]any{e.Identity.IdempotenceID, id, now}, trace
@@ -550,7 +552,7 @@ func intakePerRecord(ctx context.Context, pool *pgxpool.Pool, codec *avro.Codec,
 				return err
 			}
 			var previous int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM failure_records WHERE causing_message = $1`, store.CausingMessage(e, hs)).Scan(&previous); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM failure_records WHERE causing_message = $1`, redrive.CausingMessage(e, hs)).Scan(&previous); err != nil {
 				return err
 			}
 			var group int64

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -132,7 +134,7 @@ func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core 
 	if err := resendQuiesce(ctx, pool); err != nil {
 		return jobRun{}, err
 	}
-	f := store.Filter{Topic: "bench-job", States: []store.State{store.StateRetryPending}}
+	f := redrive.Filter{Topic: "bench-job", States: []redrive.State{redrive.StateRetryPending}}
 	p, err := core.PreviewJob(ctx, operator.JobRequest{Action: operator.Retry, Selection: operator.Selection{Filter: &f},
 		Principal: "bench", RateLimit: operator.MaxJobRate})
 	if err != nil {
@@ -161,7 +163,7 @@ func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core 
 			gap = max(gap, now.Sub(lastSeen))
 			last, lastSeen = acted, now
 		}
-		if j.State == store.JobDone {
+		if j.State == redrive.JobDone {
 			if j.Done != int64(n) {
 				return jobRun{}, fmt.Errorf("job done with %d done, %d skipped, %d failed", j.Done, j.Skipped, j.Failed)
 			}

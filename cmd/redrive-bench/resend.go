@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -284,7 +286,7 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 		return counter("redrive_resend_acknowledged_total", map[string]string{"trigger": resend.TriggerAuto})
 	}
 	resent := func() int {
-		return counter("redrive_resend_total", map[string]string{"trigger": resend.TriggerAuto, "outcome": string(resend.OutcomeResent)})
+		return counter("redrive_resend_total", map[string]string{"trigger": resend.TriggerAuto, "outcome": string(redrive.OutcomeResent)})
 	}
 	wait := func(count func() int, want int) error {
 		deadline := time.Now().Add(5 * time.Minute)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"golang.org/x/sync/errgroup"
@@ -20,7 +22,6 @@ import (
 	"github.com/redrive/redrive/internal/demo"
 	"github.com/redrive/redrive/internal/pgtemp"
 	"github.com/redrive/redrive/migrations"
-	"github.com/redrive/redrive/store"
 )
 
 // Topic names of the demo.
@@ -153,8 +154,8 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 	scfg := serveConfig{
 		DatabaseURL: d.dsn, KafkaBootstrap: bootstrap, ErrorTopic: demoErrorTopic, DLTTopic: demoDLTTopic,
 		Sources: []intake.Source{
-			{Format: store.SourceSpring, Topic: demoSpringDLT, Temporality: avro.Temporary},
-			{Format: store.SourceConnect, Topic: demoConnectDLQ, OriginalTopic: demoInvoicesTopic},
+			{Format: redrive.SourceSpring, Topic: demoSpringDLT, Temporality: avro.Temporary},
+			{Format: redrive.SourceConnect, Topic: demoConnectDLQ, OriginalTopic: demoInvoicesTopic},
 		},
 		GroupID: "redrive-demo", HTTPAddr: cfg.HTTPAddr, BatchSize: 500, BatchWait: 100 * time.Millisecond,
 		MaxEventSize: 16 << 20, StateMetricsInterval: 2 * time.Second, ShutdownTimeout: 15 * time.Second,

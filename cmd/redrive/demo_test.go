@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/internal/demo"
-	"github.com/redrive/redrive/store"
 )
 
 // TestDemoEndToEnd runs the demo's wiring for a bounded time: the API shows failures of every
@@ -90,9 +91,9 @@ func TestDemoEndToEnd(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // polling interval
 	}
 	// The feeder's Spring and Connect dead-letter records are stored as failures of their sources.
-	for _, format := range []store.SourceFormat{store.SourceSpring, store.SourceConnect} {
+	for _, format := range []redrive.SourceFormat{redrive.SourceSpring, redrive.SourceConnect} {
 		for {
-			n, err := d.svc.store.CountFailures(ctx, store.Filter{SourceFormats: []store.SourceFormat{format}})
+			n, err := d.svc.store.CountFailures(ctx, redrive.Filter{SourceFormats: []redrive.SourceFormat{format}})
 			if err == nil && n > 0 {
 				break
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
@@ -18,7 +20,6 @@ import (
 	"github.com/redrive/redrive/notify"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
-	"github.com/redrive/redrive/store"
 	"github.com/redrive/redrive/ticket"
 	"github.com/redrive/redrive/web"
 )
@@ -326,7 +327,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 		OpenTicket: openTicket, TicketURL: ticketURL, RepairTopics: splitList(oc.RepairTopics),
 		Store: s.store, Resender: sched.Resender(), Payloads: payloads, Masking: rules, Logger: s.log, Registerer: s.registry,
 		DeadLetterTopic: s.cfg.DLTTopic,
-		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*store.Reactivation, error) {
+		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*redrive.Reactivation, error) {
 			return re.Start(ctx, intake.ReactivateRequest{Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow})
 		},
 	})
@@ -389,7 +390,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 }
 
 // tickets builds the ticket functions of the core from the flags; nil ones when not configured.
-func (c operatorConfig) tickets() (func(context.Context, *store.Group) (string, error), func(string) string, error) {
+func (c operatorConfig) tickets() (func(context.Context, *redrive.Group) (string, error), func(string) string, error) {
 	var link func(string) string
 	if c.Jira.LinkTemplate != "" {
 		t, err := ticket.ParseTemplate("REDRIVE_TICKET_URL_TEMPLATE (-ticket-url-template)", c.Jira.LinkTemplate)

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // FailureRow describes a failure for InsertFailure. Zero fields get defaults: state PERMANENT,
@@ -18,7 +19,7 @@ import (
 // message type OrderCreated, a fresh causing message, attempt 1, a short key (unless NullKey),
 // a small JSON value, no headers, created now, offset from a counter.
 type FailureRow struct {
-	State            store.State
+	State            redrive.State
 	Temporality      avro.Temporality
 	Topic            string
 	Partition        int32
@@ -56,7 +57,7 @@ func InsertFailure(t testing.TB, pool *pgxpool.Pool, r FailureRow) uuid.UUID {
 		}
 	}
 	if r.State == "" {
-		r.State = store.StatePermanent
+		r.State = redrive.StatePermanent
 	}
 	if r.Temporality == "" {
 		r.Temporality = avro.Permanent
@@ -91,12 +92,12 @@ func InsertFailure(t testing.TB, pool *pgxpool.Pool, r FailureRow) uuid.UUID {
 		r.CreatedAt = time.Now()
 	}
 	var next *time.Time
-	if r.State == store.StateRetryPending {
+	if r.State == redrive.StateRetryPending {
 		n := r.CreatedAt.Add(time.Hour)
 		next = &n
 	}
 	var reason *string
-	if r.State == store.StateClosed {
+	if r.State == redrive.StateClosed {
 		reason = &r.ClosedReason
 	}
 	ctx := context.Background()

@@ -2,9 +2,9 @@ package resendtype
 
 import (
 	"github.com/google/uuid"
+	"github.com/redrive/redrive"
 
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // ChainPlan is what a resend (or a close with release) of one failure of an ordering guard's
@@ -12,7 +12,7 @@ import (
 type ChainPlan struct {
 	// Follow are the open parked failures to resend after the failure, one at a time in
 	// offset order, each after the broker acknowledged the one before.
-	Follow []store.ParkedLink
+	Follow []redrive.ParkedLink
 	// Release is the head's causing message when the resends carry avro.HeaderRelease.
 	Release string
 	// Own says that the acted-on failure's own resend carries the release too (a parked
@@ -47,7 +47,7 @@ func (p ChainPlan) FollowHeaders() []avro.Header {
 //
 // Anything else sends nothing more. The operator's retry and close and the scheduler's
 // automatic resends plan with it alike.
-func PlanChain(ch store.ParkedChain, id uuid.UUID, release bool) ChainPlan {
+func PlanChain(ch redrive.ParkedChain, id uuid.UUID, release bool) ChainPlan {
 	if ch.Head == nil {
 		return ChainPlan{}
 	}
@@ -59,7 +59,7 @@ func PlanChain(ch store.ParkedChain, id uuid.UUID, release bool) ChainPlan {
 			p.Release = ch.Head.CausingMessage
 		}
 		return p
-	case !release && ch.Head.State == store.StateClosed:
+	case !release && ch.Head.State == redrive.StateClosed:
 		p.Release, p.Own = ch.Head.CausingMessage, true
 		after := false
 		for _, l := range ch.Open() {

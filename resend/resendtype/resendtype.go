@@ -9,7 +9,6 @@ import (
 
 	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/avro"
-	"github.com/redrive/redrive/store"
 )
 
 // ErrClosed means the resender was shut down: nothing more is sent.
@@ -72,7 +71,7 @@ type ItemResult struct {
 	ID      uuid.UUID
 	Outcome Outcome
 	// State is the failure's state before the request; empty when not found.
-	State store.State
+	State redrive.State
 	// Error says why the outcome is not OutcomeResent; empty otherwise.
 	Error string
 }
