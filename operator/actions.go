@@ -50,11 +50,11 @@ const (
 var actionStates = []redrive.State{redrive.StateRetryPending, redrive.StatePermanent}
 
 // Success returns the outcome of a failure the action applied to.
-func (a Action) Success() Outcome {
+func (a Action) Success() redrive.Outcome {
 	if a == Close {
-		return OutcomeClosed
+		return redrive.OutcomeClosed
 	}
-	return OutcomeResent
+	return redrive.OutcomeResent
 }
 
 // auditAction is the audit action of one item of a: resends are "retry" entries.
@@ -66,11 +66,11 @@ func (a Action) auditAction() string {
 }
 
 // Outcomes lists the outcomes the action can have, success first.
-func (a Action) Outcomes() []Outcome {
+func (a Action) Outcomes() []redrive.Outcome {
 	if a == Close {
-		return []Outcome{OutcomeClosed, OutcomeNotFound, OutcomeConflict, OutcomeFailed}
+		return []redrive.Outcome{redrive.OutcomeClosed, redrive.OutcomeNotFound, redrive.OutcomeConflict, redrive.OutcomeFailed}
 	}
-	return []Outcome{OutcomeResent, OutcomeNotFound, OutcomeConflict, OutcomeFailed}
+	return []redrive.Outcome{redrive.OutcomeResent, redrive.OutcomeNotFound, redrive.OutcomeConflict, redrive.OutcomeFailed}
 }
 
 // target is the state a failure is in after the action applied to it.
@@ -84,7 +84,7 @@ func (a Action) target() redrive.State {
 // ItemOutcome is the outcome of an action for one failure.
 type ItemOutcome struct {
 	ID      uuid.UUID
-	Outcome Outcome
+	Outcome redrive.Outcome
 	// Before is the failure's state before the action; empty when not found.
 	Before redrive.State
 	// After is its state after the action (for a dry run, the state it would have); empty
@@ -128,7 +128,7 @@ type ActionResult struct {
 	// Matched is the number of distinct ids given, or of open failures the filter selects.
 	Matched int
 	// Counts has every outcome of the action, zero when none.
-	Counts map[Outcome]int
+	Counts map[redrive.Outcome]int
 	// Items has one outcome per failure acted on, in request order; a dry run by filter
 	// only counts (Items is empty).
 	Items []ItemOutcome
@@ -144,7 +144,7 @@ func (r *ActionResult) Succeeded() bool { return r.Counts[r.Action.Success()] ==
 // Act performs (or, with DryRun, previews) an action. A request that is not valid is an
 // *InputError and changes nothing: an unknown action, a missing reason for a close, both or
 // neither of ids and filter, more than MaxIDs ids, an empty filter, or a filter selecting
-// more than MaxBulk failures. A retry without a Resender wraps ErrUnavailable. Once started,
+// more than MaxBulk failures. A retry without a Resender wraps redrive.ErrUnavailable. Once started,
 // the action runs to its end even if ctx ends; an item that could not be acted on is reported
 // as failed, never left out.
 func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error) {
@@ -152,7 +152,7 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 	if err != nil {
 		return nil, err
 	}
-	res := &ActionResult{Action: req.Action, DryRun: req.DryRun, Counts: map[Outcome]int{}}
+	res := &ActionResult{Action: req.Action, DryRun: req.DryRun, Counts: map[redrive.Outcome]int{}}
 	for _, o := range req.Action.Outcomes() {
 		res.Counts[o] = 0
 	}
@@ -258,7 +258,7 @@ func (c *Core) check(req *ActionRequest) (string, error) {
 		return "", invalid("release", "only with a close of one failure (an ordering guard's head)")
 	}
 	if (req.Action == Retry || req.Release) && c.cfg.Resender == nil && !req.DryRun {
-		return "", fmt.Errorf("%w: resending is not configured on this server", ErrUnavailable)
+		return "", fmt.Errorf("%w: resending is not configured on this server", redrive.ErrUnavailable)
 	}
 	return reason, nil
 }
@@ -288,12 +288,12 @@ func (c *Core) preview(ctx context.Context, act Action, ids []uuid.UUID) ([]Item
 		st, ok := states[id]
 		switch {
 		case !ok:
-			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeNotFound, Detail: "no failure has this id"})
+			out = append(out, ItemOutcome{ID: id, Outcome: redrive.OutcomeNotFound, Detail: "no failure has this id"})
 		case !slices.Contains(actionStates, st.State):
-			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeConflict, Before: st.State, After: st.State,
+			out = append(out, ItemOutcome{ID: id, Outcome: redrive.OutcomeConflict, Before: st.State, After: st.State,
 				Detail: (&redrive.TransitionError{ID: id, From: st.State, Action: string(act)}).Error()})
 		case st.Leased:
-			out = append(out, ItemOutcome{ID: id, Outcome: OutcomeConflict, Before: st.State, After: st.State,
+			out = append(out, ItemOutcome{ID: id, Outcome: redrive.OutcomeConflict, Before: st.State, After: st.State,
 				Detail: "a resend of this failure is in progress"})
 		default:
 			out = append(out, ItemOutcome{ID: id, Outcome: act.Success(), Before: st.State, After: act.target()})
@@ -305,7 +305,7 @@ func (c *Core) preview(ctx context.Context, act Action, ids []uuid.UUID) ([]Item
 // apply performs act on ids in chunks. A chunk that fails as a whole marks its ids, and those
 // of the chunks after it, as failed: nothing is left without an outcome. When the first chunk
 // fails because the resender is shutting down, nothing was done: that is an error wrapping
-// ErrUnavailable.
+// redrive.ErrUnavailable.
 func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal, reason string, details map[string]any, target string, headers []avro.Header) ([]ItemOutcome, error) {
 	chunk := redrive.MaxCloseIDs
 	if act != Close {
@@ -324,7 +324,7 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 			res, err = c.close(ctx, part, principal, reason, details)
 		}
 		if errors.Is(err, redrive.ErrClosed) && start == 0 {
-			return nil, fmt.Errorf("%w: the resender is shutting down", ErrUnavailable)
+			return nil, fmt.Errorf("%w: the resender is shutting down", redrive.ErrUnavailable)
 		}
 		if err != nil {
 			c.log.Error("operator: action failed", "action", act, "principal", principal, "done", start, "left", len(ids)-start, "error", err)
@@ -333,7 +333,7 @@ func (c *Core) apply(ctx context.Context, act Action, ids []uuid.UUID, principal
 				detail = string(act) + " failed: the resender is shutting down"
 			}
 			for _, id := range ids[start:] {
-				out = append(out, ItemOutcome{ID: id, Outcome: OutcomeFailed, Detail: detail})
+				out = append(out, ItemOutcome{ID: id, Outcome: redrive.OutcomeFailed, Detail: detail})
 			}
 			return out, nil
 		}

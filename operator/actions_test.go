@@ -74,7 +74,7 @@ func TestActRefusals(t *testing.T) {
 		var ie *operator.InputError
 		switch {
 		case c2.unav && !errors.Is(err, redrive.ErrUnavailable):
-			t.Errorf("%s: %v, want ErrUnavailable", name, err)
+			t.Errorf("%s: %v, want redrive.ErrUnavailable", name, err)
 		case !c2.unav && (!errors.As(err, &ie) || ie.Field != c2.field):
 			t.Errorf("%s: %v, want an input error on %s", name, err, c2.field)
 		}

@@ -14,7 +14,7 @@ import (
 
 // ParkedChain returns the ordering-guard chain of the failure with id (redrive.ParkedChain): for
 // a head, the failures parked behind it in offset order; for a parked failure, its head. It
-// wraps ErrNotFound when no failure has the id.
+// wraps redrive.ErrNotFound when no failure has the id.
 func (c *Core) ParkedChain(ctx context.Context, id uuid.UUID) (redrive.ParkedChain, error) {
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
@@ -64,16 +64,16 @@ func (c *Core) resendParked(ctx context.Context, p chainPlan, principal, reason 
 		if err != nil {
 			c.log.Error("operator: resending a parked failure failed", "id", l.ID, "error", err)
 			for _, rest := range p.Follow[i:] {
-				out = append(out, ItemOutcome{ID: rest.ID, Outcome: OutcomeFailed, Before: rest.State, After: rest.State,
+				out = append(out, ItemOutcome{ID: rest.ID, Outcome: redrive.OutcomeFailed, Before: rest.State, After: rest.State,
 					Detail: "not resent: internal error; the server log has the details"})
 			}
 			return out
 		}
 		o := resendOutcome(res.Items[0])
 		out = append(out, o)
-		if o.Outcome != OutcomeResent {
+		if o.Outcome != redrive.OutcomeResent {
 			for _, rest := range p.Follow[i+1:] {
-				out = append(out, ItemOutcome{ID: rest.ID, Outcome: OutcomeFailed, Before: rest.State, After: rest.State,
+				out = append(out, ItemOutcome{ID: rest.ID, Outcome: redrive.OutcomeFailed, Before: rest.State, After: rest.State,
 					Detail: "not resent: the parked failure before it was not resent, and order must be kept"})
 			}
 			return out

@@ -37,7 +37,7 @@ func TestReleaseRefusalsAndChain(t *testing.T) {
 	_, err := c.Act(ctx, operator.ActionRequest{Action: operator.Close, Release: true, Reason: "r", Principal: "alice",
 		Selection: operator.Selection{IDs: []uuid.UUID{head}}})
 	if !errors.Is(err, redrive.ErrUnavailable) {
-		t.Errorf("release without a resender: %v, want ErrUnavailable", err)
+		t.Errorf("release without a resender: %v, want redrive.ErrUnavailable", err)
 	}
 	var st redrive.State
 	if err := pool.QueryRow(ctx, `SELECT state FROM failures WHERE id = $1`, head).Scan(&st); err != nil || st != redrive.StatePermanent {
@@ -48,6 +48,6 @@ func TestReleaseRefusalsAndChain(t *testing.T) {
 		t.Errorf("chain of the parked failure: %+v %v", ch, err)
 	}
 	if _, err := c.ParkedChain(ctx, uuid.New()); !errors.Is(err, redrive.ErrNotFound) {
-		t.Errorf("chain of an unknown id: %v, want ErrNotFound", err)
+		t.Errorf("chain of an unknown id: %v, want redrive.ErrNotFound", err)
 	}
 }

@@ -55,7 +55,7 @@ func TestCheckFilter(t *testing.T) {
 		case tc.field == "" && err != nil:
 			t.Errorf("%s: refused: %v", tc.name, err)
 		case tc.field == "":
-		case !errors.As(err, &ie) || ie.Field != tc.field || ie.Status() != http.StatusForbidden || !errors.Is(err, ErrPayloadForbidden):
+		case !errors.As(err, &ie) || ie.Field != tc.field || ie.Status() != http.StatusForbidden || !errors.Is(err, redrive.ErrPayloadForbidden):
 			t.Errorf("%s: %v, want a 403 on %s", tc.name, err, tc.field)
 		case strings.Contains(err.Error(), term):
 			t.Errorf("%s: the refusal shows the term: %v", tc.name, err)

@@ -7,8 +7,8 @@
 // call one method of [Core] and render the result.
 //
 // Errors: a client's mistake is an *[InputError] naming the field at fault (its text is safe
-// to show); an unknown id wraps [ErrNotFound]; an action that cannot run on this instance wraps
-// [ErrUnavailable]; a read that took longer than Config.QueryTimeout wraps
+// to show); an unknown id wraps [redrive.ErrNotFound]; an action that cannot run on this instance wraps
+// [redrive.ErrUnavailable]; a read that took longer than Config.QueryTimeout wraps
 // context.DeadlineExceeded. Anything else is an internal error whose text must not reach a
 // client.
 //

@@ -48,7 +48,7 @@ type InputError struct {
 	Unprocessable bool
 	// Forbidden is true for a criterion the asker may not use: a search of payload bytes
 	// without the payload permission, or of bytes the masking rules hide (403). A forbidden
-	// InputError also matches ErrPayloadForbidden.
+	// InputError also matches redrive.ErrPayloadForbidden.
 	Forbidden bool
 }
 
@@ -60,10 +60,10 @@ func (e *InputError) Error() string {
 	return e.Field + ": " + e.Detail
 }
 
-// Unwrap returns ErrPayloadForbidden for a forbidden criterion, else nil.
+// Unwrap returns redrive.ErrPayloadForbidden for a forbidden criterion, else nil.
 func (e *InputError) Unwrap() error {
 	if e.Forbidden {
-		return ErrPayloadForbidden
+		return redrive.ErrPayloadForbidden
 	}
 	return nil
 }

@@ -136,7 +136,7 @@ type FailureView struct {
 // AuditActionPayloadView is the audit action of a payload read.
 const AuditActionPayloadView = "payload_view"
 
-// Failure returns the failure with id as reader may see it, or an error wrapping ErrNotFound.
+// Failure returns the failure with id as reader may see it, or an error wrapping redrive.ErrNotFound.
 // A reader with the payload permission sees the payload masked by the rules, and the read is
 // audited.
 func (c *Core) Failure(ctx context.Context, id uuid.UUID, reader Reader) (*FailureView, error) {
@@ -231,8 +231,8 @@ type Payload struct {
 
 // Payload returns the key or value of the failure with id, masked by the rules of its topic
 // (the value; a key is shown as stored), for reader, and audits the read. A reader without the
-// payload permission gets an error wrapping ErrPayloadForbidden; a null key wraps
-// ErrNullPart; an unknown id wraps ErrNotFound.
+// payload permission gets an error wrapping redrive.ErrPayloadForbidden; a null key wraps
+// redrive.ErrNullPart; an unknown id wraps redrive.ErrNotFound.
 func (c *Core) Payload(ctx context.Context, id uuid.UUID, part Part, reader Reader, how string) (*Payload, error) {
 	p, err := c.loadPayload(ctx, id, part, reader)
 	if err != nil {
@@ -265,7 +265,7 @@ func (c *Core) AvroPayload(ctx context.Context, id uuid.UUID, part Part, reader 
 // loadPayload reads a part of a failure's record for reader, masked.
 func (c *Core) loadPayload(ctx context.Context, id uuid.UUID, part Part, reader Reader) (*Payload, error) {
 	if !reader.Payload {
-		return nil, fmt.Errorf("%w: %s", ErrPayloadForbidden, HiddenReason)
+		return nil, fmt.Errorf("%w: %s", redrive.ErrPayloadForbidden, HiddenReason)
 	}
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
@@ -277,7 +277,7 @@ func (c *Core) loadPayload(ctx context.Context, id uuid.UUID, part Part, reader 
 	p := &Payload{ID: id, Topic: d.Topic, Part: part, Bytes: rv.Value, Masked: rv.Masked, original: d.Value}
 	if part == PartKey {
 		if d.Key == nil {
-			return nil, fmt.Errorf("key of %s: %w", id, ErrNullPart)
+			return nil, fmt.Errorf("key of %s: %w", id, redrive.ErrNullPart)
 		}
 		p.Bytes, p.Masked, p.original = rv.Key, false, d.Key
 	}
@@ -285,10 +285,10 @@ func (c *Core) loadPayload(ctx context.Context, id uuid.UUID, part Part, reader 
 }
 
 // DecodeFailureAvro decodes the value of a failure's view as DecodeAvro does (masked); a view
-// whose payload is hidden gets an error wrapping ErrPayloadForbidden.
+// whose payload is hidden gets an error wrapping redrive.ErrPayloadForbidden.
 func (c *Core) DecodeFailureAvro(v *FailureView) (*avro.DecodedPayload, error) {
 	if v.PayloadHidden != "" {
-		return nil, fmt.Errorf("%w: %s", ErrPayloadForbidden, HiddenReason)
+		return nil, fmt.Errorf("%w: %s", redrive.ErrPayloadForbidden, HiddenReason)
 	}
 	return c.DecodeAvro(&Payload{ID: v.ID, Topic: v.Topic, Part: PartValue, original: v.original})
 }

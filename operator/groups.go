@@ -103,7 +103,7 @@ type GroupView struct {
 	Audit []redrive.AuditEntry
 }
 
-// Group returns the group with id, or an error wrapping ErrNotFound.
+// Group returns the group with id, or an error wrapping redrive.ErrNotFound.
 func (c *Core) Group(ctx context.Context, id int64) (*GroupView, error) {
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
@@ -127,7 +127,7 @@ type GroupUpdate struct {
 
 // UpdateGroup applies u to the group with id on behalf of principal. Only what differs from
 // the group's current values is changed and audited; an update that changes nothing writes no
-// audit entry. Bad text is an *InputError; an unknown id wraps ErrNotFound.
+// audit entry. Bad text is an *InputError; an unknown id wraps redrive.ErrNotFound.
 func (c *Core) UpdateGroup(ctx context.Context, id int64, u GroupUpdate, principal string) (*redrive.Group, error) {
 	if u.Ticket == nil && u.Note == nil {
 		return nil, invalid("", "give ticket, note or both")

@@ -129,7 +129,7 @@ type GroupPageView struct {
 }
 
 // GroupPage returns the group req names with its audit and a page of its failures, newest
-// first; an unknown id wraps ErrNotFound, a bad cursor is an *InputError.
+// first; an unknown id wraps redrive.ErrNotFound, a bad cursor is an *InputError.
 func (c *Core) GroupPage(ctx context.Context, req GroupPageRequest) (*GroupPageView, error) {
 	if req.ID < 1 {
 		return nil, invalid(ParamGroupID, "%d is not a group id (a positive integer)", req.ID)

@@ -80,7 +80,7 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 	case req.RateLimit != 0 && !(req.RateLimit >= MinJobRate && req.RateLimit <= MaxJobRate):
 		return nil, invalid("rate_limit", "%g items per second is not between %g and %d (0 or none for the default, %d)", req.RateLimit, MinJobRate, MaxJobRate, DefaultJobRate)
 	case req.Action != Close && c.cfg.Resender == nil:
-		return nil, fmt.Errorf("%w: resending is not configured on this server", ErrUnavailable)
+		return nil, fmt.Errorf("%w: resending is not configured on this server", redrive.ErrUnavailable)
 	}
 	if req.RateLimit == 0 {
 		req.RateLimit = DefaultJobRate
@@ -131,7 +131,7 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 // StartJob runs the previewed job with id when token is its preview's token and the preview
 // has not expired; any instance then picks it up. A wrong, altered or expired token is an
 // *InputError on "token" and changes nothing; a job that is not a preview any more wraps
-// ErrConflict. The job is returned as reader may see it (JobView).
+// redrive.ErrConflict. The job is returned as reader may see it (JobView).
 func (c *Core) StartJob(ctx context.Context, id uuid.UUID, token string, reader Reader) (*redrive.Job, error) {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) != 32 {
@@ -178,7 +178,7 @@ func jobError(err error) error {
 		}
 		return invalid("token", "%s", detail)
 	case errors.As(err, &se):
-		return fmt.Errorf("%w: %s", ErrConflict, se.Error())
+		return fmt.Errorf("%w: %s", redrive.ErrConflict, se.Error())
 	}
 	return fromStore(err)
 }
@@ -226,7 +226,7 @@ func newJobView(j *redrive.Job, now time.Time) *JobView {
 }
 
 // Job returns the job with id and its progress as reader may see it, or an error wrapping
-// ErrNotFound.
+// redrive.ErrNotFound.
 func (c *Core) Job(ctx context.Context, id uuid.UUID, reader Reader) (*JobView, error) {
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
@@ -344,7 +344,7 @@ type AuditPage struct {
 
 // JobAuditPage returns a page of every audit entry of job id — its own and its items', in the
 // order they were written — after the page whose Next cursor is (the first page when empty).
-// An unknown job is ErrNotFound. The details are as reader may see them.
+// An unknown job is redrive.ErrNotFound. The details are as reader may see them.
 func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor string, reader Reader) (*AuditPage, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {

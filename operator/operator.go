@@ -45,7 +45,7 @@ type Config struct {
 	// Store is the failure store. Required.
 	Store *store.Store
 	// Resender republishes failures for retries (*resend.Resender). When nil, a retry wraps
-	// ErrUnavailable.
+	// redrive.ErrUnavailable.
 	Resender Resender
 	// Payloads decodes Avro payloads for their views. Defaults to a decoder that knows the
 	// contract's own schemas and has no registry.
@@ -66,12 +66,12 @@ type Config struct {
 	// background while the previous ones are served. Defaults to 10s.
 	StatsMaxAge time.Duration
 	// Reactivate starts a reactivation of the own dead-letter topic (the intake's
-	// Reactivator). When nil, Reactivate wraps ErrUnavailable.
+	// Reactivator). When nil, Reactivate wraps redrive.ErrUnavailable.
 	Reactivate func(context.Context, ReactivateRequest) (*redrive.Reactivation, error)
 	// DeadLetterTopic is the service's own dead-letter topic, whose reactivations are listed.
 	DeadLetterTopic string
 	// OpenTicket opens an issue for a group in a tracker (ticket.Jira.Create) and returns its
-	// key. When nil, OpenTicket wraps ErrUnavailable.
+	// key. When nil, OpenTicket wraps redrive.ErrUnavailable.
 	OpenTicket func(context.Context, *redrive.Group) (string, error)
 	// TicketURL turns a ticket into an address (ticket.Link). Optional.
 	TicketURL func(ticket string) string

@@ -23,7 +23,7 @@ const MaxReactivateLimit = 10_000_000
 
 // Reactivate starts a reactivation run in the background (on this instance) and returns it;
 // Reactivation shows its progress. Bad input is an *InputError; a run already going (on any
-// instance) wraps ErrConflict; a service without a reactivator wraps ErrUnavailable.
+// instance) wraps redrive.ErrConflict; a service without a reactivator wraps redrive.ErrUnavailable.
 func (c *Core) Reactivate(ctx context.Context, req ReactivateRequest) (*redrive.Reactivation, error) {
 	reason, err := CheckText("reason", req.Reason, MaxReasonLen)
 	if err != nil {
@@ -37,12 +37,12 @@ func (c *Core) Reactivate(ctx context.Context, req ReactivateRequest) (*redrive.
 	case req.Limit < 0 || req.Limit > MaxReactivateLimit:
 		return nil, invalid("limit", "%d is not from 1 to %d", req.Limit, MaxReactivateLimit)
 	case c.cfg.Reactivate == nil:
-		return nil, fmt.Errorf("%w: this server does not reactivate its dead-letter topic", ErrUnavailable)
+		return nil, fmt.Errorf("%w: this server does not reactivate its dead-letter topic", redrive.ErrUnavailable)
 	}
 	req.Reason = reason
 	run, err := c.cfg.Reactivate(context.WithoutCancel(ctx), req)
 	if errors.Is(err, redrive.ErrConflict) {
-		return nil, fmt.Errorf("%w: %s", ErrConflict, err.Error())
+		return nil, fmt.Errorf("%w: %s", redrive.ErrConflict, err.Error())
 	}
 	return run, err
 }
@@ -90,7 +90,7 @@ type ReactivationView struct {
 	Audit []redrive.AuditEntry
 }
 
-// Reactivation returns a run with its progress and audit, or an error wrapping ErrNotFound.
+// Reactivation returns a run with its progress and audit, or an error wrapping redrive.ErrNotFound.
 func (c *Core) Reactivation(ctx context.Context, id int64) (*ReactivationView, error) {
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()

@@ -67,7 +67,7 @@ type RepairResult struct {
 // JSON edit that does not parse, an Avro edit that does not fit the writer schema, a value
 // over MaxRepairBytes, a topic outside the allow-list, a value or header value that still holds
 // the masked view's placeholders). Only failures an operator may retry
-// (RETRY_PENDING or PERMANENT) are repaired; others wrap ErrConflict.
+// (RETRY_PENDING or PERMANENT) are repaired; others wrap redrive.ErrConflict.
 func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, error) {
 	reason, err := CheckText("reason", req.Reason, MaxReasonLen)
 	if err != nil {
@@ -77,7 +77,7 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 		return nil, invalid("reason", "required: say what the repair fixes")
 	}
 	if c.cfg.Resender == nil {
-		return nil, fmt.Errorf("%w: resending is not configured on this server", ErrUnavailable)
+		return nil, fmt.Errorf("%w: resending is not configured on this server", redrive.ErrUnavailable)
 	}
 	qctx, cancel := c.queryContext(ctx)
 	d, err := c.store.FailureByID(qctx, req.ID)
@@ -86,7 +86,7 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 		return nil, fromStore(err)
 	}
 	if !d.State.Resendable() {
-		return nil, fmt.Errorf("%w: %s", ErrConflict, (&redrive.TransitionError{ID: d.ID, From: d.State, Action: "repair"}).Error())
+		return nil, fmt.Errorf("%w: %s", redrive.ErrConflict, (&redrive.TransitionError{ID: d.ID, From: d.State, Action: "repair"}).Error())
 	}
 	rev := &redrive.Revision{FailureID: d.ID, Principal: req.Principal, Reason: reason, TargetTopic: d.Topic,
 		Key: d.Key, Value: d.Value, Headers: d.Headers, CreatedAt: c.cfg.Now()}
@@ -127,7 +127,7 @@ func (c *Core) Repair(ctx context.Context, req RepairRequest) (*RepairResult, er
 	res, err := c.cfg.Resender.ResendRevision(actx, d.ID, resendtype.Revision{ID: rev.ID, Topic: rev.TargetTopic,
 		Key: rev.Key, Value: rev.Value, Headers: rev.Headers}, resendtype.ManualRequest{Principal: req.Principal, Reason: reason})
 	if errors.Is(err, redrive.ErrClosed) {
-		err = fmt.Errorf("%w: the resender is shutting down", ErrUnavailable)
+		err = fmt.Errorf("%w: the resender is shutting down", redrive.ErrUnavailable)
 	}
 	outcome := resendOutcome(res)
 	outcome.ID = d.ID
@@ -180,7 +180,7 @@ func (c *Core) editedValue(d *redrive.FailureDetail, req RepairRequest) ([]byte,
 // Revisions returns the revisions of a failure, oldest first, for reader: without the payload
 // permission their bytes are removed; with it they are masked by the rules of the failure's own
 // topic and of the revision's target topic (revisionView). An unknown failure wraps
-// ErrNotFound.
+// redrive.ErrNotFound.
 func (c *Core) Revisions(ctx context.Context, id uuid.UUID, reader Reader) ([]redrive.Revision, error) {
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()

@@ -14,11 +14,11 @@ var ErrTracker = redrive.ErrTracker
 
 // OpenTicket opens an issue in the configured tracker for the group with id (Config.OpenTicket)
 // and stores its key as the group's ticket, audited as the principal's group edit. A group
-// that has a ticket already wraps ErrConflict; without a tracker, ErrUnavailable; a tracker
-// failure wraps ErrTracker and changes nothing.
+// that has a ticket already wraps redrive.ErrConflict; without a tracker, redrive.ErrUnavailable; a tracker
+// failure wraps redrive.ErrTracker and changes nothing.
 func (c *Core) OpenTicket(ctx context.Context, id int64, principal string) (*redrive.Group, error) {
 	if c.cfg.OpenTicket == nil {
-		return nil, fmt.Errorf("%w: no issue tracker is configured", ErrUnavailable)
+		return nil, fmt.Errorf("%w: no issue tracker is configured", redrive.ErrUnavailable)
 	}
 	ctx, cancel := c.actionContext(ctx)
 	defer cancel()
@@ -27,12 +27,12 @@ func (c *Core) OpenTicket(ctx context.Context, id int64, principal string) (*red
 		return nil, fromStore(err)
 	}
 	if g.Ticket != nil {
-		return nil, fmt.Errorf("%w: the group has the ticket %s already", ErrConflict, *g.Ticket)
+		return nil, fmt.Errorf("%w: the group has the ticket %s already", redrive.ErrConflict, *g.Ticket)
 	}
 	key, err := c.cfg.OpenTicket(ctx, g)
 	if err != nil {
 		c.log.Warn("operator: opening a ticket failed", "group", id, "error", err)
-		return nil, fmt.Errorf("%w: %s", ErrTracker, err.Error())
+		return nil, fmt.Errorf("%w: %s", redrive.ErrTracker, err.Error())
 	}
 	return c.UpdateGroup(ctx, id, GroupUpdate{Ticket: &key}, principal)
 }

@@ -3,6 +3,8 @@ package resend
 import (
 	"context"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/resend/resendtype"
@@ -75,7 +77,7 @@ func (r *Resender) resendFollowers(ctx context.Context, head uuid.UUID, plan res
 		part := []ItemResult{{ID: l.ID}}
 		r.resendChunk(ctx, part, req, edit, trigger)
 		r.s.metrics.resends.WithLabelValues(trigger, string(part[0].Outcome)).Inc()
-		if part[0].Outcome != OutcomeResent {
+		if part[0].Outcome != redrive.OutcomeResent {
 			r.s.cfg.Logger.Warn("a failure parked behind a resent head was not resent: it and those after it wait for an operator",
 				"head", head, "id", l.ID, "outcome", part[0].Outcome, "error", part[0].Error, "left", len(plan.Follow)-i-1)
 			return resent, len(plan.Follow) - i

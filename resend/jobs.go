@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/internal/kafkalog"
@@ -17,13 +19,13 @@ import (
 
 // Publish produces one record per item, as a resend does (the stored key, value and headers,
 // plus the resend headers), and waits for the acknowledgements. It returns one error per item:
-// nil when the broker acknowledged the record; an error wrapping ErrClosed when the record was
+// nil when the broker acknowledged the record; an error wrapping redrive.ErrClosed when the record was
 // not sent because the Resender is shut down. It applies no rate limit: the caller has its own.
 func (r *Resender) Publish(items []store.ResendItem) []error {
 	if !r.enter() {
 		errs := make([]error, len(items))
 		for i := range errs {
-			errs[i] = ErrClosed
+			errs[i] = redrive.ErrClosed
 		}
 		return errs
 	}

@@ -73,15 +73,15 @@ func (r *Resender) MaxIDs() int { return r.s.cfg.MaxManualIDs }
 // the rate limit (Config.ManualRate records/s). Every resend attempted gets an audit log entry
 // (action "retry", the principal and reason, the outcome in details); a refused id (not found,
 // or in a state that does not allow it) gets none, as for a refused close. It returns an error wrapping
-// ErrInvalidRequest, with nothing done, when the principal is empty or there are more ids than
-// MaxIDs, and ErrClosed once the scheduler's Run has returned.
+// redrive.ErrInvalidRequest, with nothing done, when the principal is empty or there are more ids than
+// MaxIDs, and redrive.ErrClosed once the scheduler's Run has returned.
 func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualRequest) (ManualResult, error) {
 	ids = store.DistinctIDs(ids)
 	switch {
 	case req.Principal == "":
-		return ManualResult{}, fmt.Errorf("%w: a principal is required", ErrInvalidRequest)
+		return ManualResult{}, fmt.Errorf("%w: a principal is required", redrive.ErrInvalidRequest)
 	case len(ids) > r.s.cfg.MaxManualIDs:
-		return ManualResult{}, fmt.Errorf("%w: %d ids, at most %d per request", ErrInvalidRequest, len(ids), r.s.cfg.MaxManualIDs)
+		return ManualResult{}, fmt.Errorf("%w: %d ids, at most %d per request", redrive.ErrInvalidRequest, len(ids), r.s.cfg.MaxManualIDs)
 	}
 	items := make([]ItemResult, len(ids))
 	for i, id := range ids {
@@ -89,9 +89,9 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 	}
 	if !r.enter() {
 		for i := range items {
-			items[i].Outcome, items[i].Error = OutcomeFailed, ErrClosed.Error()
+			items[i].Outcome, items[i].Error = redrive.OutcomeFailed, redrive.ErrClosed.Error()
 		}
-		return summarize(items), ErrClosed
+		return summarize(items), redrive.ErrClosed
 	}
 	defer r.inflight.Done()
 	ctx, cancel := context.WithCancel(ctx)
@@ -103,7 +103,7 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 		part := items[start:min(start+chunk, len(items))]
 		if err := r.limiter.WaitN(ctx, len(part)); err != nil {
 			for i := start; i < len(items); i++ {
-				items[i].Outcome, items[i].Error = OutcomeFailed, "not attempted: rate limit: "+err.Error()
+				items[i].Outcome, items[i].Error = redrive.OutcomeFailed, "not attempted: rate limit: "+err.Error()
 			}
 			r.auditOnly(items[start:], req, TriggerManual)
 			break
@@ -140,7 +140,7 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 	if err != nil {
 		r.s.cfg.Logger.Error("manual resend: claim failed", "error", err, "principal", req.Principal, "ids", len(ids))
 		for i := range part {
-			part[i].Outcome, part[i].Error = OutcomeFailed, "not attempted: the failure could not be claimed (database error)"
+			part[i].Outcome, part[i].Error = redrive.OutcomeFailed, "not attempted: the failure could not be claimed (database error)"
 		}
 		r.auditOnly(part, req, trigger)
 		return
@@ -152,21 +152,21 @@ func (r *Resender) resendChunk(ctx context.Context, part []ItemResult, req Manua
 	for _, it := range claim.Items {
 		res := index[it.ID]
 		// Until the send settles it: an outcome that could not be recorded is a failure.
-		res.Outcome, res.State, res.Error = OutcomeFailed, it.State, "outcome unknown"
+		res.Outcome, res.State, res.Error = redrive.OutcomeFailed, it.State, "outcome unknown"
 	}
 	for i := range part {
 		if part[i].Outcome != "" {
 			continue
 		}
 		if ref, ok := refused[part[i].ID]; ok {
-			part[i].Outcome, part[i].State = OutcomeConflict, ref.State
+			part[i].Outcome, part[i].State = redrive.OutcomeConflict, ref.State
 			if ref.InProgress {
 				part[i].Error = "a resend of this failure is in progress"
 			} else {
 				part[i].Error = (&redrive.TransitionError{ID: part[i].ID, From: ref.State, Action: "resend"}).Error()
 			}
 		} else {
-			part[i].Outcome, part[i].Error = OutcomeNotFound, "no failure has this id"
+			part[i].Outcome, part[i].Error = redrive.OutcomeNotFound, "no failure has this id"
 		}
 	}
 	if edit != nil {
@@ -213,7 +213,7 @@ func auditEntries(items []ItemResult, req ManualRequest, service, trigger string
 	}
 	entries := make([]redrive.AuditEntry, 0, len(items))
 	for _, it := range items {
-		if it.Outcome == OutcomeNotFound || it.Outcome == OutcomeConflict {
+		if it.Outcome == redrive.OutcomeNotFound || it.Outcome == redrive.OutcomeConflict {
 			// Refused, nothing happened to the failure: as for a refused close, no entry.
 			continue
 		}
@@ -261,11 +261,11 @@ func summarize(items []ItemResult) ManualResult {
 	res := ManualResult{Items: items}
 	for _, it := range items {
 		switch it.Outcome {
-		case OutcomeResent:
+		case redrive.OutcomeResent:
 			res.Resent++
-		case OutcomeNotFound:
+		case redrive.OutcomeNotFound:
 			res.NotFound++
-		case OutcomeConflict:
+		case redrive.OutcomeConflict:
 			res.Conflict++
 		default:
 			res.Failed++
@@ -285,18 +285,18 @@ type Revision = resendtype.Revision
 // with the revision). The stored original is not changed.
 func (r *Resender) ResendRevision(ctx context.Context, id uuid.UUID, rev Revision, req ManualRequest) (ItemResult, error) {
 	if req.Principal == "" {
-		return ItemResult{}, fmt.Errorf("%w: a principal is required", ErrInvalidRequest)
+		return ItemResult{}, fmt.Errorf("%w: a principal is required", redrive.ErrInvalidRequest)
 	}
 	part := []ItemResult{{ID: id}}
 	if !r.enter() {
-		return ItemResult{ID: id, Outcome: OutcomeFailed, Error: ErrClosed.Error()}, ErrClosed
+		return ItemResult{ID: id, Outcome: redrive.OutcomeFailed, Error: redrive.ErrClosed.Error()}, redrive.ErrClosed
 	}
 	defer r.inflight.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(r.stopCtx, cancel)()
 	if err := r.limiter.WaitN(ctx, 1); err != nil {
-		return ItemResult{ID: id, Outcome: OutcomeFailed, Error: "not attempted: rate limit: " + err.Error()}, nil
+		return ItemResult{ID: id, Outcome: redrive.OutcomeFailed, Error: "not attempted: rate limit: " + err.Error()}, nil
 	}
 	details := map[string]any{"revision": rev.ID, "target_topic": rev.Topic}
 	for k, v := range req.Details {

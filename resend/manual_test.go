@@ -75,12 +75,12 @@ func TestResendIDsOutcomes(t *testing.T) {
 		outcome Outcome
 		state   redrive.State
 	}{
-		{permanent, OutcomeResent, redrive.StatePermanent},
-		{pending, OutcomeResent, redrive.StateRetryPending},
-		{resent, OutcomeConflict, redrive.StateResent},
-		{closed, OutcomeConflict, redrive.StateClosed},
-		{inFlight, OutcomeConflict, redrive.StateRetryPending},
-		{missing, OutcomeNotFound, ""},
+		{permanent, redrive.OutcomeResent, redrive.StatePermanent},
+		{pending, redrive.OutcomeResent, redrive.StateRetryPending},
+		{resent, redrive.OutcomeConflict, redrive.StateResent},
+		{closed, redrive.OutcomeConflict, redrive.StateClosed},
+		{inFlight, redrive.OutcomeConflict, redrive.StateRetryPending},
+		{missing, redrive.OutcomeNotFound, ""},
 	}
 	if len(res.Items) != len(want) {
 		t.Fatalf("%d items, want %d (one per distinct id): %+v", len(res.Items), len(want), res.Items)
@@ -90,7 +90,7 @@ func TestResendIDsOutcomes(t *testing.T) {
 		if got.ID != w.id || got.Outcome != w.outcome || got.State != w.state {
 			t.Errorf("item %d: %+v, want %s %s from %s", i, got, w.id, w.outcome, w.state)
 		}
-		if (got.Outcome == OutcomeResent) != (got.Error == "") {
+		if (got.Outcome == redrive.OutcomeResent) != (got.Error == "") {
 			t.Errorf("item %d: outcome %s with error %q", i, got.Outcome, got.Error)
 		}
 	}
@@ -113,7 +113,7 @@ func TestResendIDsOutcomes(t *testing.T) {
 	}
 	for _, w := range want {
 		entries := e.audit(t, w.id)
-		if w.outcome == OutcomeConflict || w.outcome == OutcomeNotFound {
+		if w.outcome == redrive.OutcomeConflict || w.outcome == redrive.OutcomeNotFound {
 			// Refused: nothing happened to the failure, so nothing is audited.
 			if len(entries) != 0 {
 				t.Errorf("%s: %d audit entries, want none", w.outcome, len(entries))
@@ -130,7 +130,7 @@ func TestResendIDsOutcomes(t *testing.T) {
 			t.Errorf("%s: audit entry %+v", w.outcome, a)
 		}
 	}
-	if got := testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerManual, string(OutcomeConflict))); got != 3 {
+	if got := testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerManual, string(redrive.OutcomeConflict))); got != 3 {
 		t.Errorf("manual conflict metric %v, want 3", got)
 	}
 }
@@ -140,10 +140,10 @@ func TestResendIDsInvalidRequest(t *testing.T) {
 	e := newEnv(t, map[string]int{"orders": 1})
 	r := e.scheduler(t, func(c *Config) { c.MaxManualIDs = 2 }).Resender()
 	ctx := context.Background()
-	if _, err := r.ResendIDs(ctx, []uuid.UUID{uuid.New()}, ManualRequest{}); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := r.ResendIDs(ctx, []uuid.UUID{uuid.New()}, ManualRequest{}); !errors.Is(err, redrive.ErrInvalidRequest) {
 		t.Errorf("no principal: %v", err)
 	}
-	if _, err := r.ResendIDs(ctx, []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}, ManualRequest{Principal: "a"}); !errors.Is(err, ErrInvalidRequest) {
+	if _, err := r.ResendIDs(ctx, []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}, ManualRequest{Principal: "a"}); !errors.Is(err, redrive.ErrInvalidRequest) {
 		t.Errorf("too many ids: %v", err)
 	}
 	if r.MaxIDs() != 2 || r.ServiceName() != "redrive-test" {
@@ -168,7 +168,7 @@ func TestResendIDsRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Resent != 1 || res.Failed != 2 || res.Items[0].Outcome != OutcomeResent {
+	if res.Resent != 1 || res.Failed != 2 || res.Items[0].Outcome != redrive.OutcomeResent {
 		t.Fatalf("result %+v", res)
 	}
 	for _, it := range res.Items[1:] {
@@ -201,7 +201,7 @@ func TestResendIDsBrokerFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Failed != 1 || res.Items[0].Outcome != OutcomeFailed || res.Items[0].Error == "" {
+	if res.Failed != 1 || res.Items[0].Outcome != redrive.OutcomeFailed || res.Items[0].Error == "" {
 		t.Fatalf("result %+v", res)
 	}
 	f := e.failure(t, id)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/store"
@@ -168,7 +170,7 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 			errs = append(errs, err)
 		}
 		st.exhausted = len(moved)
-		s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeExhausted)).Add(float64(len(moved)))
+		s.metrics.resends.WithLabelValues(TriggerAuto, string(redrive.OutcomeExhausted)).Add(float64(len(moved)))
 		if len(moved) > 0 {
 			s.cfg.Logger.Info("retries exhausted: failures moved to PERMANENT", "count", len(moved), "max_attempts", s.cfg.Backoff.MaxAttempts)
 		}
@@ -197,7 +199,7 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 	s.metrics.acked.WithLabelValues(TriggerAuto).Add(float64(len(acked)))
 	if len(failures) > 0 {
 		st.failed += len(failures)
-		s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeFailed)).Add(float64(len(failures)))
+		s.metrics.resends.WithLabelValues(TriggerAuto, string(redrive.OutcomeFailed)).Add(float64(len(failures)))
 		markStart := time.Now()
 		if _, err := s.store.RecordResendFailures(bctx, now, failures); err != nil {
 			// The claim is released with the mark; the rows are due again at their new time.
@@ -278,7 +280,7 @@ func (s *Scheduler) mark(claims []int64, ids []uuid.UUID, createdAt []time.Time)
 		s.cfg.Logger.Warn("resent records whose failures changed meanwhile were not marked RESENT", "count", n)
 	}
 	st.resent, st.failed = len(marked), len(ids)-len(marked)
-	s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeResent)).Add(float64(st.resent))
-	s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeFailed)).Add(float64(st.failed))
+	s.metrics.resends.WithLabelValues(TriggerAuto, string(redrive.OutcomeResent)).Add(float64(st.resent))
+	s.metrics.resends.WithLabelValues(TriggerAuto, string(redrive.OutcomeFailed)).Add(float64(st.failed))
 	return st, err
 }

@@ -55,7 +55,7 @@ func TestShutdownMarksAcknowledgedRows(t *testing.T) {
 	if got := e.records(topic); got != int64(resent) {
 		t.Errorf("topic holds %d records, want %d (one per RESENT failure)", got, resent)
 	}
-	if m := testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeResent))); int(m) != resent {
+	if m := testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerAuto, string(redrive.OutcomeResent))); int(m) != resent {
 		t.Errorf("resent metric %v, want %d", m, resent)
 	}
 	var leased int

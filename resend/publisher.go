@@ -100,7 +100,7 @@ func (p *publisher) shut(timeout time.Duration) {
 	p.producer = nil
 }
 
-// close flushes and closes the producer; later sends fail with ErrClosed.
+// close flushes and closes the producer; later sends fail with redrive.ErrClosed.
 func (p *publisher) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -148,7 +148,7 @@ func (p *publisher) send(items []store.ResendItem) []error {
 	defer p.mu.RUnlock()
 	if p.closed || p.producer == nil {
 		for i := range errs {
-			errs[i] = ErrClosed
+			errs[i] = redrive.ErrClosed
 		}
 		return errs
 	}

@@ -73,7 +73,7 @@ func (s *Scheduler) InstanceID() string { return s.cfg.InstanceID }
 // Run runs scheduler rounds every Interval (unless DisableAutomatic) and housekeeping every
 // Housekeeping.Interval (unless Housekeeping.Disable) until ctx ends. It then finishes the batches in flight (each bounded by SendTimeout), waits for the
 // manual resends in flight, flushes and closes the producer, and returns nil. Run may be called
-// once; afterwards the Resender fails with ErrClosed.
+// once; afterwards the Resender fails with redrive.ErrClosed.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("resend scheduler: Run called twice")
@@ -127,7 +127,7 @@ func every(ctx context.Context, interval time.Duration, fn func()) {
 // delivered is the outcome of sending one claimed item.
 type delivered struct {
 	Item    *store.ResendItem
-	Outcome Outcome // OutcomeResent or OutcomeFailed
+	Outcome Outcome // redrive.OutcomeResent or redrive.OutcomeFailed
 	Err     string  // why it failed
 }
 
@@ -161,10 +161,10 @@ func (s *Scheduler) deliver(ctx context.Context, owner, trigger string, claim st
 		out[i].Item = it
 		if sendErrs[i] == nil {
 			acked = append(acked, it.ID)
-			out[i].Outcome = OutcomeResent
+			out[i].Outcome = redrive.OutcomeResent
 			continue
 		}
-		out[i].Outcome, out[i].Err = OutcomeFailed, sendErrs[i].Error()
+		out[i].Outcome, out[i].Err = redrive.OutcomeFailed, sendErrs[i].Error()
 		failures = append(failures, store.ResendFailure{
 			ID:            it.ID,
 			Error:         sendErrs[i].Error(),
@@ -188,8 +188,8 @@ func (s *Scheduler) deliver(ctx context.Context, owner, trigger string, claim st
 			ok[id] = true
 		}
 		for i := range out {
-			if out[i].Outcome == OutcomeResent && !ok[out[i].Item.ID] {
-				out[i].Outcome = OutcomeFailed
+			if out[i].Outcome == redrive.OutcomeResent && !ok[out[i].Item.ID] {
+				out[i].Outcome = redrive.OutcomeFailed
 				out[i].Err = "republished, but the failure's state changed meanwhile: not marked RESENT"
 			}
 		}
@@ -207,8 +207,8 @@ func (s *Scheduler) deliver(ctx context.Context, owner, trigger string, claim st
 	marked, err := s.store.MarkResent(ctx, store.MarkResentParams{Owner: owner, Claims: claims, IDs: acked, At: now, Audit: auditFn})
 	if err != nil {
 		for i := range out {
-			if out[i].Outcome == OutcomeResent {
-				out[i].Outcome = OutcomeFailed
+			if out[i].Outcome == redrive.OutcomeResent {
+				out[i].Outcome = redrive.OutcomeFailed
 				out[i].Err = "republished, but marking it RESENT failed (database error): it may be resent again when its claim expires"
 			}
 		}

@@ -69,7 +69,7 @@ func TestTwoSchedulersSendEachRowOnce(t *testing.T) {
 	}
 	var perInstance []float64
 	for _, s := range scheds {
-		perInstance = append(perInstance, testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeResent))))
+		perInstance = append(perInstance, testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerAuto, string(redrive.OutcomeResent))))
 	}
 	if perInstance[0]+perInstance[1] != n {
 		t.Errorf("resend metrics %v, want a total of %d", perInstance, n)
@@ -104,7 +104,7 @@ func TestBrokerFailureKeepsRowDue(t *testing.T) {
 		t.Fatalf("next attempt %v, want %v", f.NextAttemptAt, now.Add(10*time.Second))
 	}
 	t.Logf("recorded error: %s", *f.LastResendError)
-	if got := testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeFailed))); got != 1 {
+	if got := testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerAuto, string(redrive.OutcomeFailed))); got != 1 {
 		t.Errorf("failed resends metric %v, want 1", got)
 	}
 	var attempt int
@@ -153,7 +153,7 @@ func TestRetriesExhaustedBecomesPermanent(t *testing.T) {
 	if got := e.records(topic); got != 1 {
 		t.Errorf("topic holds %d records, want 1", got)
 	}
-	if got := testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerAuto, string(OutcomeExhausted))); got != 1 {
+	if got := testutil.ToFloat64(s.metrics.resends.WithLabelValues(TriggerAuto, string(redrive.OutcomeExhausted))); got != 1 {
 		t.Errorf("exhausted metric %v, want 1", got)
 	}
 }
@@ -227,7 +227,7 @@ func TestRunStopsAndClosesResender(t *testing.T) {
 		t.Fatalf("second Run: %v", err)
 	}
 	res, err := s.Resender().ResendIDs(context.Background(), nil, ManualRequest{Principal: "alice"})
-	if err != ErrClosed || len(res.Items) != 0 {
+	if err != redrive.ErrClosed || len(res.Items) != 0 {
 		t.Fatalf("ResendIDs after Run: %+v, %v", res, err)
 	}
 }
