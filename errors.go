@@ -15,9 +15,11 @@ import (
 
 // Domain errors.
 var (
-	// ErrNotFound means the failure or group does not exist.
+	// ErrNotFound means no failure, group, job or run has the id.
 	ErrNotFound = errors.New("not found")
-	// ErrConflict means the action is not allowed in the failure's current state.
+	// ErrConflict means the state of what an operation names does not allow it (a failure
+	// that is not open cannot be retried, a job that is not running cannot be paused); its
+	// text says which state.
 	ErrConflict = errors.New("conflict")
 )
 

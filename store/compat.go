@@ -1,5 +1,9 @@
 package store
 
+// The domain names below moved to package redrive, the domain leaf at the module root. They
+// stay here as aliases of the same types and values (errors.Is and type switches see no
+// difference), so that code written against store keeps compiling; new code uses redrive.
+
 import "github.com/redrive/redrive"
 
 // Deprecated: use redrive.AuditActionClose.
