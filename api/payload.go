@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/operator"
 )
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/notify"
 	"github.com/redrive/redrive/store"

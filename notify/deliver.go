@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/store"
 )
 

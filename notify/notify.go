@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/store"
 )
 

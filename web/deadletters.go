@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"

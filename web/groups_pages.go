@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/operator"
 )
 

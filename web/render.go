@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/operator"

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/operator"
 )

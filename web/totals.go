@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/operator"
 )
 

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/internal/demo"
 )
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"

@@ -3,7 +3,6 @@ package resendtype
 import (
 	"github.com/google/uuid"
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/avro"
 )
 
