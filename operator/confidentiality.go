@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/avro"
 )
 

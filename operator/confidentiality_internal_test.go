@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/masking"
 )

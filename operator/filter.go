@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/clip"
 )

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/operator"
 )

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/store"
 )

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/operator"
 )

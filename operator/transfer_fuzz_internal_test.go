@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/store"
 )
 

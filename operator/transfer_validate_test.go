@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive"
-
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/operator"
 )
