@@ -35,8 +35,9 @@ type Job struct {
 	trace string
 
 	// buf is the framed event followed by the framed key (from keyAt), once encoded.
-	buf   []byte
-	keyAt int
+	buf     []byte
+	keyAt   int
+	encoded bool
 
 	prev, next *Job // under DeadLetterer.mu: the jobs not finished yet
 
