@@ -43,12 +43,15 @@ func newPooledSlot() *offsetSlot { return slotPool.Get().(*offsetSlot) }
 // reports a job's outcome touches neither the job nor its bytes after the report, so the
 // slot is free once its record is final.
 func (s *offsetSlot) recycle() {
-	buf := s.job.buf
+	buf, trace := s.job.buf, s.job.traceBuf
 	if cap(buf) > maxPooledBuf {
 		buf = nil
 	}
+	if cap(trace) > maxPooledBuf {
+		trace = nil
+	}
 	*s = offsetSlot{pooled: true}
-	s.job.buf = buf[:0]
+	s.job.buf, s.job.traceBuf = buf[:0], trace[:0]
 	slotPool.Put(s)
 }
 
