@@ -43,7 +43,7 @@ import (
 // final; plain, runner, dl and ceiling run interleaved, EH_BENCH_REPS times each (default 3),
 // and each ratio is taken within a repetition. It prints the median records/s and process CPU
 // time of each variant, and the median and the values of each ratio per client: dl/ceiling
-// (throughput, and ceiling/dl by CPU), ceiling/runner, runner/plain (time, also from the first
+// (throughput, and by CPU: the ceiling's process CPU over dl's), ceiling/runner, runner/plain (time, also from the first
 // record and by CPU), dl/runner and dl/sync.
 // Run it with:
 //
@@ -151,7 +151,7 @@ func BenchmarkDeadLetterVariants(b *testing.B) {
 				fmt.Printf("%-10s %-34s %.3f [%s] %s\n", client, name, median(v), spread(v, "%.3f"), note)
 			}
 			line("dl/ceiling throughput:", thr(2, 3), "(target >= 0.8)")
-			line("  ceiling/dl process cpu:", cpuRatio(3, 2), "")
+			line("  by process cpu (ceiling/dl):", cpuRatio(2, 3), "")
 			line("ceiling/runner throughput:", thr(3, 1), "(the most any dead-letter path can reach here)")
 			line("runner/plain time:", ratio(func(r int) float64 { return t[1][r].Seconds() / t[0][r].Seconds() }), "(target <= 1.05)")
 			line("  after the first record:", ratio(func(r int) float64 {
