@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -29,9 +30,17 @@ type mpfeRecord struct {
 	job *engine.Job
 }
 
-// delivered reports the outcome of the MPFE of r, an mpfeRecord's record.
+// recordPool holds mpfeRecords whose outcome was reported: kgo does not touch a record after
+// calling its promise.
+var recordPool = sync.Pool{New: func() any { return new(mpfeRecord) }}
+
+// delivered reports the outcome of the MPFE of r, an mpfeRecord's record, and recycles it.
 func (p *producer) delivered(r *kgo.Record, err error) {
-	p.report((*mpfeRecord)(unsafe.Pointer(r)).job, err)
+	m := (*mpfeRecord)(unsafe.Pointer(r))
+	j := m.job
+	*m = mpfeRecord{}
+	recordPool.Put(m)
+	p.report(j, err)
 }
 
 func newProducer(s *Settings, topic string, log *slog.Logger) engine.NewProducerFunc {
@@ -53,7 +62,8 @@ func newProducer(s *Settings, topic string, log *slog.Logger) engine.NewProducer
 // Produce hands one MPFE to the client. kgo keeps a record's bytes until its promise, and
 // the engine leaves key and value unchanged until then (see engine.Producer): no copy.
 func (p *producer) Produce(j *engine.Job, key, value []byte) error {
-	m := &mpfeRecord{rec: kgo.Record{Topic: p.topic, Key: key, Value: value}, job: j}
+	m := recordPool.Get().(*mpfeRecord)
+	m.rec.Topic, m.rec.Key, m.rec.Value, m.job = p.topic, key, value, j
 	p.cl.Produce(context.Background(), &m.rec, p.promise)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -39,9 +40,11 @@ import (
 //	        middleware, so the most any dead-letter path can reach on this client and broker
 //
 // Each variant is timed from the creation of its client until every record's outcome is
-// final; plain and runner run interleaved, three times each, and count their fastest run. It
-// prints records/s, the process CPU time of each variant and the ratios runner/plain (time),
-// dl/runner and dl/sync (throughput) per client, and ceiling/runner and dl/ceiling.
+// final; plain, runner, dl and ceiling run interleaved, EH_BENCH_REPS times each (default 3),
+// and each ratio is taken within a repetition. It prints the median records/s and process CPU
+// time of each variant, and the median and the values of each ratio per client: dl/ceiling
+// (throughput, and by CPU: the ceiling's process CPU over dl's), ceiling/runner, runner/plain (time, also from the first
+// record and by CPU), dl/runner and dl/sync.
 // Run it with:
 //
 //	go test -run '^$' -bench DeadLetterVariants -benchtime 1x ./errorhandler/internal/conformance/
@@ -98,51 +101,99 @@ func BenchmarkDeadLetterVariants(b *testing.B) {
 		fmt.Printf("%s: %9.0f records/s (%v, cpu %v)\n", only, float64(records)/d.Seconds(), d.Round(time.Millisecond), c.Round(time.Millisecond))
 		return
 	}
-	// bestOf runs the variants interleaved, three times each, and keeps each one's fastest
-	// run: the consumer group's join alone varies by a tenth of a second between runs.
-	bestOf := func(client string, variants ...string) (t, c, first []time.Duration) {
-		t, c, first = make([]time.Duration, len(variants)), make([]time.Duration, len(variants)), make([]time.Duration, len(variants))
-		for range 3 {
-			for i, v := range variants {
-				d, cpu := run(client, v, n)
-				if t[i] == 0 || d < t[i] {
-					t[i], c[i], first[i] = d, cpu, firstRecord
-				}
-			}
-		}
-		return t, c, first
-	}
+	reps := envInt(b, "EH_BENCH_REPS", 3)
 	for range b.N {
-		fmt.Printf("records: %d (sync variants: %d)\n", n, nSync)
+		fmt.Printf("records: %d (sync variants: %d), %d repetitions\n", n, nSync, reps)
 		rate := func(records int, d time.Duration) float64 { return float64(records) / d.Seconds() }
 		for _, client := range []string{"franz", "confluent"} {
-			ts, cs, firsts := bestOf(client, "plain", "runner")
-			tPlain, cPlain, tRunner, cRunner := ts[0], cs[0], ts[1], cs[1]
-			tDL, cDL := run(client, "dl", n)
-			tSync, cSync := run(client, "sync", nSync)
-			line := func(name string, records int, d, cpu time.Duration) {
-				fmt.Printf("%-10s %-7s %9.0f records/s (%v, process cpu %v)\n", client, name, rate(records, d), d.Round(time.Millisecond), cpu.Round(time.Millisecond))
+			// The variants run interleaved, reps times each, so that a change of the machine's
+			// load meets all of them; each ratio is taken within a repetition and its median
+			// and range printed.
+			variants := []string{"plain", "runner", "dl", "ceiling"}
+			t := make([][]time.Duration, len(variants))
+			c := make([][]time.Duration, len(variants))
+			var firsts [2][]time.Duration
+			for range reps {
+				for i, v := range variants {
+					d, cpu := run(client, v, n)
+					t[i], c[i] = append(t[i], d), append(c[i], cpu)
+					if i < 2 {
+						firsts[i] = append(firsts[i], firstRecord)
+					}
+				}
 			}
-			line("plain", n, tPlain, cPlain)
-			line("runner", n, tRunner, cRunner)
-			line("dl", n, tDL, cDL)
-			line("sync", nSync, tSync, cSync)
-			tCeil, cCeil := run(client, "ceiling", n)
-			line("ceiling", n, tCeil, cCeil)
-			fmt.Printf("%-10s ceiling/runner throughput: %.3f (the most any dead-letter path can reach here)\n", client, rate(n, tCeil)/rate(n, tRunner))
-			fmt.Printf("%-10s dl/ceiling throughput:     %.3f (target >= 0.8)\n", client, rate(n, tDL)/rate(n, tCeil))
-			b.ReportMetric(rate(n, tCeil), client+"-ceiling-rec/s")
-			fmt.Printf("%-10s runner/plain time:     %.3f (target <= 1.05)\n", client, tRunner.Seconds()/tPlain.Seconds())
-			fmt.Printf("%-10s   after the first record: %.3f (plain's first after %v, runner's after %v)\n", client,
-				(tRunner-firsts[1]).Seconds()/(tPlain-firsts[0]).Seconds(), firsts[0].Round(time.Millisecond), firsts[1].Round(time.Millisecond))
-			fmt.Printf("%-10s dl/runner throughput:  %.3f (target >= 0.5)\n", client, rate(n, tDL)/rate(n, tRunner))
-			fmt.Printf("%-10s dl/sync throughput:    %.1f (target >= 10)\n", client, rate(n, tDL)/rate(nSync, tSync))
-			b.ReportMetric(rate(n, tPlain), client+"-plain-rec/s")
-			b.ReportMetric(rate(n, tRunner), client+"-runner-rec/s")
-			b.ReportMetric(rate(n, tDL), client+"-deadletter-rec/s")
+			tSync, cSync := run(client, "sync", nSync)
+			for i, v := range variants {
+				rates := make([]float64, reps)
+				for r := range reps {
+					rates[r] = rate(n, t[i][r])
+				}
+				fmt.Printf("%-10s %-7s %9.0f records/s median [%s] (process cpu median %v)\n", client, v, median(rates), spread(rates, "%.0f"),
+					medianDuration(c[i]).Round(time.Millisecond))
+				b.ReportMetric(median(rates), client+"-"+v+"-rec/s")
+			}
+			fmt.Printf("%-10s %-7s %9.0f records/s (%v, process cpu %v)\n", client, "sync", rate(nSync, tSync), tSync.Round(time.Millisecond), cSync.Round(time.Millisecond))
 			b.ReportMetric(rate(nSync, tSync), client+"-sync-rec/s")
+			ratio := func(f func(r int) float64) []float64 {
+				out := make([]float64, reps)
+				for r := range reps {
+					out[r] = f(r)
+				}
+				return out
+			}
+			thr := func(i, j int) []float64 {
+				return ratio(func(r int) float64 { return t[j][r].Seconds() / t[i][r].Seconds() })
+			}
+			cpuRatio := func(i, j int) []float64 {
+				return ratio(func(r int) float64 { return c[j][r].Seconds() / c[i][r].Seconds() })
+			}
+			line := func(name string, v []float64, note string) {
+				fmt.Printf("%-10s %-34s %.3f [%s] %s\n", client, name, median(v), spread(v, "%.3f"), note)
+			}
+			line("dl/ceiling throughput:", thr(2, 3), "(target >= 0.8)")
+			line("  by process cpu (ceiling/dl):", cpuRatio(2, 3), "")
+			line("ceiling/runner throughput:", thr(3, 1), "(the most any dead-letter path can reach here)")
+			line("runner/plain time:", ratio(func(r int) float64 { return t[1][r].Seconds() / t[0][r].Seconds() }), "(target <= 1.05)")
+			line("  after the first record:", ratio(func(r int) float64 {
+				return (t[1][r] - firsts[1][r]).Seconds() / (t[0][r] - firsts[0][r]).Seconds()
+			}), "")
+			line("  runner/plain process cpu:", ratio(func(r int) float64 { return c[1][r].Seconds() / c[0][r].Seconds() }), "")
+			line("dl/runner throughput:", thr(2, 1), "(target >= 0.5)")
+			fmt.Printf("%-10s %-34s %.1f\n", client, "dl/sync throughput (median dl):", median(ratio(func(r int) float64 { return rate(n, t[2][r]) }))/rate(nSync, tSync))
 		}
 	}
+}
+
+// median returns the median of v (the mean of the middle two for an even count).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func medianDuration(v []time.Duration) time.Duration {
+	f := make([]float64, len(v))
+	for i, d := range v {
+		f[i] = float64(d)
+	}
+	return time.Duration(median(f))
+}
+
+// spread formats the values of v, lowest to highest.
+func spread(v []float64, format string) string {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	parts := make([]string, len(s))
+	for i, x := range s {
+		parts[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(parts, " ")
 }
 
 func envInt(b *testing.B, name string, def int) int {

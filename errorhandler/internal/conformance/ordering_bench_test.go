@@ -33,8 +33,9 @@ const benchKeys = 1000
 //	           compacted store topic with acks=all before its offset may be committed)
 //
 // Each variant is timed from the creation of its client until every record's outcome is
-// final; the variants run interleaved, three times each, and count their fastest run. Run it
-// with:
+// final (and from the first record handled); the variants run interleaved, EH_BENCH_REPS
+// times each (default 3, the order of on and off alternating), and each on/off ratio is taken
+// within a repetition: the benchmark prints the median and the values of each. Run it with:
 //
 //	go test -run '^$' -bench OrderingGuard -benchtime 1x ./errorhandler/internal/conformance/
 //
@@ -55,32 +56,51 @@ func BenchmarkOrderingGuard(b *testing.B) {
 				name        string
 				guard, fail bool
 			}{{"off/happy", false, false}, {"on/happy", true, false}, {"off/1%", false, true}, {"on/1%", true, true}}
-			best := make([]time.Duration, len(variants))
-			after := make([]time.Duration, len(variants))
-			cpu := make([]time.Duration, len(variants))
-			for range 3 {
-				for i, v := range variants {
+			reps := envInt(b, "EH_BENCH_REPS", 3)
+			t := make([][]time.Duration, len(variants))
+			after := make([][]time.Duration, len(variants))
+			cpu := make([][]time.Duration, len(variants))
+			for r := range reps {
+				// Interleaved, and the order of on and off alternates between repetitions, so
+				// that neither always runs first.
+				order := []int{0, 1, 2, 3}
+				if r%2 == 1 {
+					order = []int{1, 0, 3, 2}
+				}
+				for _, i := range order {
+					v := variants[i]
 					group++
 					c := cpuTime()
 					d, first := benchOrdered(b, k, client, in, n, fmt.Sprintf("%s-ordering-%d", client, group), v.guard, v.fail)
 					c = cpuTime() - c
-					if best[i] == 0 || d < best[i] {
-						best[i], cpu[i] = d, c
-					}
-					if after[i] == 0 || d-first < after[i] {
-						after[i] = d - first
-					}
+					t[i], after[i], cpu[i] = append(t[i], d), append(after[i], d-first), append(cpu[i], c)
 				}
 			}
 			for i, v := range variants {
-				fmt.Printf("%-10s %-10s %9.0f records/s (%v, process cpu %v; from the first record handled %v)\n", client, v.name,
-					float64(n)/best[i].Seconds(), best[i].Round(time.Millisecond), cpu[i].Round(time.Millisecond), after[i].Round(time.Millisecond))
-				b.ReportMetric(float64(n)/best[i].Seconds(), client+"-"+strings.ReplaceAll(v.name, "/", "-")+"-rec/s")
+				rates := make([]float64, reps)
+				for r := range reps {
+					rates[r] = float64(n) / t[i][r].Seconds()
+				}
+				fmt.Printf("%-10s %-10s %9.0f records/s median [%s] (process cpu median %v; from the first record handled, median %v)\n", client, v.name,
+					median(rates), spread(rates, "%.0f"), medianDuration(cpu[i]).Round(time.Millisecond), medianDuration(after[i]).Round(time.Millisecond))
+				b.ReportMetric(median(rates), client+"-"+strings.ReplaceAll(v.name, "/", "-")+"-rec/s")
 			}
-			fmt.Printf("%-10s guard on/off time, happy path: %.3f, from the first record: %.3f (target <= 1.02)\n", client,
-				best[1].Seconds()/best[0].Seconds(), after[1].Seconds()/after[0].Seconds())
-			fmt.Printf("%-10s guard on/off time, 1%% failing keys: %.3f, from the first record: %.3f\n", client,
-				best[3].Seconds()/best[2].Seconds(), after[3].Seconds()/after[2].Seconds())
+			ratio := func(x [][]time.Duration, on, off int) []float64 {
+				out := make([]float64, reps)
+				for r := range reps {
+					out[r] = x[on][r].Seconds() / x[off][r].Seconds()
+				}
+				return out
+			}
+			for _, c := range []struct {
+				name    string
+				on, off int
+				note    string
+			}{{"happy path", 1, 0, "(target <= 1.02)"}, {"1% failing keys", 3, 2, ""}} {
+				wall, from, byCPU := ratio(t, c.on, c.off), ratio(after, c.on, c.off), ratio(cpu, c.on, c.off)
+				fmt.Printf("%-10s guard on/off, %s: time %.3f [%s], from the first record %.3f [%s], process cpu %.3f [%s] %s\n", client, c.name,
+					median(wall), spread(wall, "%.3f"), median(from), spread(from, "%.3f"), median(byCPU), spread(byCPU, "%.3f"), c.note)
+			}
 		}
 	}
 }

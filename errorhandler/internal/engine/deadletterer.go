@@ -158,13 +158,18 @@ func (d *DeadLetterer) attempt(j *Job) {
 	// The event is encoded once, into a buffer of its own that the producer may send as it
 	// is; a retry sends the same bytes. Encoding fails only when the framing cannot be
 	// known yet (a schema registry that does not answer): then the next attempt tries again.
-	if j.buf == nil {
-		buf, keyAt, err := d.encode(make([]byte, 0, encodedSizeHint(j)), j)
+	if !j.encoded {
+		// A recycled job brings its earlier buffer.
+		b := j.buf[:0]
+		if hint := encodedSizeHint(j); cap(b) < hint {
+			b = make([]byte, 0, hint)
+		}
+		buf, keyAt, err := d.encode(b, j)
 		if err != nil {
 			d.retry(j, err)
 			return
 		}
-		j.buf, j.keyAt = buf, keyAt
+		j.buf, j.keyAt, j.encoded = buf, keyAt, true
 	}
 	buf, keyAt := j.buf, j.keyAt
 	// Once Produce succeeded, j belongs to the producer's report: nothing below touches it.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/errorhandler"
@@ -51,6 +52,9 @@ type eventParams struct {
 	// trace, when not nil, is where the stack trace's text is kept (a field of the job, so
 	// that the event's pointer to it costs no allocation); nil: a new variable.
 	trace *string
+	// traceBuf, when not nil, is a buffer of the job's own that the text is built in (a
+	// recycled job's: the text then lives as long as the job's present use, no allocation).
+	traceBuf *[]byte
 }
 
 // buildEvent returns the MPFE of p's failure and the string of its Kafka key record.
@@ -68,7 +72,13 @@ func fillEvent(ev *avro.Event, meta *avro.Metadata, p *eventParams) string {
 	if trace == nil {
 		trace = new(string)
 	}
-	*trace = cutStackTrace(stackTrace(f.err))
+	if p.traceBuf != nil {
+		b := cutStackTraceBytes(appendStackTrace((*p.traceBuf)[:0], f.err))
+		*p.traceBuf = b
+		*trace = unsafe.String(unsafe.SliceData(b), len(b))
+	} else {
+		*trace = cutStackTrace(stackTrace(f.err))
+	}
 	hash := stackTraceHashPtr(f)
 	desc := description(f)
 	// The header map is written straight from msg.Headers by appendEvent, unless the event
@@ -186,51 +196,70 @@ func stackTrace(err error) string {
 	if err == nil {
 		return ""
 	}
-	var b strings.Builder
-	b.Grow(traceSizeHint) // one allocation for the common chains, not one per doubling
-	var panics []*errorhandler.PanicError
-	writeChain(&b, err, "", 0, &panics)
-	for _, pe := range panics {
-		b.WriteString("\n")
-		b.Write(pe.Stack)
-	}
-	return b.String()
+	// One allocation for the common chains, not one per doubling.
+	b := appendStackTrace(make([]byte, 0, traceSizeHint), err)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-func writeChain(b *strings.Builder, err error, prefix string, depth int, panics *[]*errorhandler.PanicError) {
+// appendStackTrace appends the text of stackTrace(err) to b.
+func appendStackTrace(b []byte, err error) []byte {
+	if err == nil {
+		return b
+	}
+	var panics []*errorhandler.PanicError
+	b = appendChain(b, err, "", 0, &panics)
+	for _, pe := range panics {
+		b = append(b, '\n')
+		b = append(b, pe.Stack...)
+	}
+	return b
+}
+
+func appendChain(b []byte, err error, prefix string, depth int, panics *[]*errorhandler.PanicError) []byte {
 	for ; err != nil && depth < maxChainDepth; depth++ {
-		b.WriteString(prefix)
-		b.WriteString(typeName(err))
-		b.WriteString(": ")
-		b.WriteString(oneLine(err.Error()))
-		b.WriteByte('\n')
+		b = append(b, prefix...)
+		b = append(b, typeName(err)...)
+		b = append(b, ": "...)
+		b = appendOneLine(b, err.Error())
+		b = append(b, '\n')
 		if pe, ok := err.(*errorhandler.PanicError); ok {
 			*panics = append(*panics, pe)
 		}
 		switch u := err.(type) {
 		case interface{ Unwrap() []error }:
 			for i, e := range u.Unwrap() {
-				writeChain(b, e, fmt.Sprintf("%s  [%d] ", indent(prefix), i), depth+1, panics)
+				b = appendChain(b, e, fmt.Sprintf("%s  [%d] ", indent(prefix), i), depth+1, panics)
 			}
-			return
+			return b
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 			prefix = indent(prefix) + "caused by "
 		default:
-			return
+			return b
 		}
 	}
+	return b
 }
 
 func indent(prefix string) string {
 	return strings.Repeat(" ", len(prefix)-len(strings.TrimLeft(prefix, " ")))
 }
 
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
+// appendOneLine appends s with its line breaks escaped (\r, \n).
+func appendOneLine(b []byte, s string) []byte {
+	for {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			return append(b, s...)
+		}
+		b = append(b, s[:i]...)
+		if s[i] == '\r' {
+			b = append(b, `\r`...)
+		} else {
+			b = append(b, `\n`...)
+		}
+		s = s[i+1:]
 	}
-	return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
 }
 
 func typeName(err error) string { return reflect.TypeOf(err).String() }
@@ -245,6 +274,18 @@ func cutStackTrace(s string) string {
 		n--
 	}
 	return s[:n] + "..."
+}
+
+// cutStackTraceBytes is cutStackTrace on bytes; it may write to b's array.
+func cutStackTraceBytes(b []byte) []byte {
+	if len(b) <= avro.MaxStackTrace {
+		return b
+	}
+	n := avro.MaxStackTrace
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return append(b[:n], "..."...)
 }
 
 // stackTraceHash returns a hash that is the same for failures of the same kind: the phase,

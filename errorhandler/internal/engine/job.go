@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/errorhandler"
@@ -33,10 +34,15 @@ type Job struct {
 	sink jobSink
 	// trace is the text the event's stack trace points to (kept here: no allocation of its own).
 	trace string
+	// ids and traceBuf hold the texts of a recycled job's ids and stack trace (see
+	// offsetSlot.recycle): the event's strings point into them.
+	ids      [72]byte
+	traceBuf []byte
 
 	// buf is the framed event followed by the framed key (from keyAt), once encoded.
-	buf   []byte
-	keyAt int
+	buf     []byte
+	keyAt   int
+	encoded bool
 
 	prev, next *Job // under DeadLetterer.mu: the jobs not finished yet
 
@@ -59,9 +65,23 @@ func (d *DeadLetterer) initJob(j *Job, msg *errorhandler.Message, f failure, inP
 	if d.cfg.Extractor != nil {
 		info = d.cfg.Extractor(&j.msg)
 	}
-	// Both ids in one string: one allocation instead of two.
-	var text [72]byte
-	ids := string(errorhandler.AppendIdempotenceID(appendEventID(text[:0]), d.cfg.GroupID, &j.msg))
+	var ids string
+	var traceBuf *[]byte
+	if s, ok := sink.(*offsetSlot); ok && s.pooled {
+		// A recycled job's texts live in the job itself: nothing refers to them once its
+		// record is final, when the job is recycled.
+		b := errorhandler.AppendIdempotenceID(appendEventID(j.ids[:0]), d.cfg.GroupID, &j.msg)
+		if len(b) == len(j.ids) && unsafe.SliceData(b) == &j.ids[0] {
+			ids = unsafe.String(&j.ids[0], len(j.ids))
+		} else {
+			ids = string(b)
+		}
+		traceBuf = &j.traceBuf
+	} else {
+		// Both ids in one string: one allocation instead of two.
+		var text [72]byte
+		ids = string(errorhandler.AppendIdempotenceID(appendEventID(text[:0]), d.cfg.GroupID, &j.msg))
+	}
 	j.key = fillEvent(&j.ev, &j.meta, &eventParams{
 		msg:             &j.msg,
 		f:               f,
@@ -73,6 +93,7 @@ func (d *DeadLetterer) initJob(j *Job, msg *errorhandler.Message, f failure, inP
 		info:            info,
 		inPlaceAttempts: inPlace,
 		trace:           &j.trace,
+		traceBuf:        traceBuf,
 	})
 }
 

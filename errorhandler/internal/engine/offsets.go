@@ -1,5 +1,7 @@
 package engine
 
+import "sync"
+
 // offsetTracker is the committable-offset bookkeeping of one partition. Records are handled in
 // order; most become final at once (handled, skipped, filtered), and a dead-lettered one becomes
 // final when its MPFE is acknowledged, possibly out of order. The committable offset is the
@@ -21,7 +23,36 @@ type offsetSlot struct {
 	// failing is set while its MPFE's last attempt failed (the partition waits).
 	failing bool
 	p       *partition
-	job     Job
+	// pooled: the slot is recycled once it leaves the tracker (see newPooledSlot).
+	pooled bool
+	job    Job
+}
+
+// slotPool holds offset slots whose records are final, with their encode buffers.
+var slotPool = sync.Pool{New: func() any { return &offsetSlot{pooled: true} }}
+
+// maxPooledBuf is the largest encode buffer a recycled slot keeps.
+const maxPooledBuf = 64 << 10
+
+// newPooledSlot returns a recycled (or new) slot, to be recycled when its record is final:
+// only for records that nothing outside their partition's tracker refers to after that
+// (no ordering guard, no Delivery).
+func newPooledSlot() *offsetSlot { return slotPool.Get().(*offsetSlot) }
+
+// recycle resets s, a slot that left the tracker, and returns it to the pool. Whoever
+// reports a job's outcome touches neither the job nor its bytes after the report, so the
+// slot is free once its record is final.
+func (s *offsetSlot) recycle() {
+	buf, trace := s.job.buf, s.job.traceBuf
+	if cap(buf) > maxPooledBuf {
+		buf = nil
+	}
+	if cap(trace) > maxPooledBuf {
+		trace = nil
+	}
+	*s = offsetSlot{pooled: true}
+	s.job.buf, s.job.traceBuf = buf[:0], trace[:0]
+	slotPool.Put(s)
 }
 
 // add appends s, a pending record; records are added in offset order.
@@ -34,6 +65,9 @@ func (t *offsetTracker) finish(s *offsetSlot) {
 	s.done = true
 	n := 0
 	for n < len(t.inflight) && t.inflight[n].done {
+		if t.inflight[n].pooled {
+			t.inflight[n].recycle()
+		}
 		t.inflight[n] = nil
 		n++
 	}
@@ -53,6 +87,17 @@ func (t *offsetTracker) committable(next int64) int64 {
 		return t.inflight[0].offset
 	}
 	return next
+}
+
+// firstFailing returns the pending slot of the lowest offset whose MPFE's last attempt
+// failed, other than s; nil when there is none.
+func (t *offsetTracker) firstFailing(s *offsetSlot) *offsetSlot {
+	for _, o := range t.inflight {
+		if o != nil && o != s && !o.done && o.failing {
+			return o
+		}
+	}
+	return nil
 }
 
 // pending returns the number of records whose outcome is pending.

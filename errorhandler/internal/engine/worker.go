@@ -296,7 +296,15 @@ func (e *Engine[K, V]) halt(p *partition, msg *eh.Message, f failure, inPlace in
 // deadLetter publishes msg's MPFE; msg's offset becomes final when the MPFE is acknowledged.
 func (e *Engine[K, V]) deadLetter(p *partition, msg *eh.Message, f failure, inPlace int) {
 	off := msg.Offset
-	s := &offsetSlot{offset: off, p: p}
+	var s *offsetSlot
+	if p.guard == nil {
+		// Nothing outside the partition keeps an unguarded slot once its record is final:
+		// it is recycled, with its event's buffer (see offsetTracker.finish).
+		s = newPooledSlot()
+		s.offset, s.p = off, p
+	} else {
+		s = &offsetSlot{offset: off, p: p}
+	}
 	e.dl.initJob(&s.job, msg, f, inPlace, s)
 	if p.guard != nil && !e.guardDeadLetter(p, msg, &s.job) {
 		return
@@ -327,6 +335,8 @@ func (s *offsetSlot) jobDone(j *Job, err error) {
 		if p.failingSlots == 0 {
 			p.sig.blocked.Dec()
 			p.blockedSlot = nil
+		} else if p.blockedSlot == s {
+			p.blockedSlot = p.track.firstFailing(s)
 		}
 	}
 	if err == nil {
