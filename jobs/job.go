@@ -294,11 +294,7 @@ func (j *jobRun) sendBatch(b *store.JobBatch) bool {
 	if j.r.dead.Load() {
 		return false
 	}
-	ids := make([]uuid.UUID, len(b.Items))
-	for i, it := range b.Items {
-		ids[i] = it.FailureID
-	}
-	records, err := j.r.store.ResendItems(ctx, ids)
+	records, err := j.load(ctx, b.Items)
 	if err != nil {
 		j.log.Error("jobs: loading a batch's records failed; its items stay pending", "error", err)
 		if err := j.r.store.ReleaseJobClaim(ctx, j.job.ID, b.ClaimID); err != nil {
@@ -312,6 +308,26 @@ func (j *jobRun) sendBatch(b *store.JobBatch) bool {
 		return false
 	}
 	return j.settle(ctx, b, sends, sendable)
+}
+
+// load reads the records of items: each in its own partition when every item knows its
+// failure's created_at.
+func (j *jobRun) load(ctx context.Context, items []store.JobBatchItem) ([]store.ResendItem, error) {
+	ids := make([]uuid.UUID, len(items))
+	created := make([]time.Time, len(items))
+	for i, it := range items {
+		ids[i], created[i] = it.FailureID, it.CreatedAt
+		if it.CreatedAt.IsZero() {
+			created = nil
+			break
+		}
+	}
+	if created == nil {
+		for i, it := range items {
+			ids[i] = it.FailureID
+		}
+	}
+	return j.r.store.ResendItemsAt(ctx, ids, created)
 }
 
 // prepare pairs each claimed item with its record, tagged and addressed for the job. An item
@@ -383,8 +399,9 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 			out = append(out, s)
 		}
 	}
+	entry, item := j.audit()
 	job, err := j.r.store.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: j.job.ID, ClaimID: b.ClaimID, Sends: out,
-		At: j.r.cfg.Now(), Audit: func(map[uuid.UUID]bool) []store.AuditEntry { return j.audit(out, sendable, sends) }})
+		At: j.r.cfg.Now(), Audit: entry, Item: item})
 	switch {
 	case errors.Is(err, store.ErrClaimSettled):
 		j.log.Warn("jobs: a claim was settled by another instance meanwhile", "claim", b.ClaimID)
@@ -432,39 +449,20 @@ func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend) {
 	}
 }
 
-// audit returns the audit entries of the sends: one "retry" entry per record sent, with the
-// job's id and the outcome.
-func (j *jobRun) audit(out []store.JobSend, sendable []*store.ResendItem, all []store.JobSend) []store.AuditEntry {
-	state := make(map[int64]store.State, len(all))
-	for i, s := range all {
-		if sendable[i] != nil {
-			state[s.Seq] = sendable[i].State
-		}
+// audit returns the one "retry" audit entry of a batch, with the job's id, and what the entry
+// of each item adds by its outcome: a done item's record was resent, a failed one's was not
+// (the item's detail is its error).
+func (j *jobRun) audit() (*store.AuditEntry, map[store.JobItemOutcome]map[string]any) {
+	details := map[string]any{"job_id": j.job.ID.String(), "trigger": "manual",
+		"resending_service": j.r.cfg.Publisher.ServiceName()}
+	if j.job.TargetTopic != nil {
+		details["target_topic"] = *j.job.TargetTopic
 	}
-	reason := j.job.Reason
-	entries := make([]store.AuditEntry, 0, len(out))
-	for _, s := range out {
-		if s.Skipped != "" {
-			continue
+	return &store.AuditEntry{Action: resendtype.AuditActionRetry, Principal: j.job.Principal, Reason: j.job.Reason, Details: details},
+		map[store.JobItemOutcome]map[string]any{
+			store.JobItemDone:   {"outcome": string(resendtype.OutcomeResent)},
+			store.JobItemFailed: {"outcome": string(resendtype.OutcomeFailed)},
 		}
-		details := map[string]any{"job_id": j.job.ID.String(), "trigger": "manual",
-			"resending_service": j.r.cfg.Publisher.ServiceName()}
-		if st, ok := state[s.Seq]; ok && st != "" {
-			details["from_state"] = string(st)
-		}
-		if j.job.TargetTopic != nil {
-			details["target_topic"] = *j.job.TargetTopic
-		}
-		if s.Acked {
-			details["outcome"] = string(resendtype.OutcomeResent)
-		} else {
-			details["outcome"], details["error"] = string(resendtype.OutcomeFailed), s.Error
-		}
-		id := s.FailureID
-		entries = append(entries, store.AuditEntry{FailureID: &id, Action: resendtype.AuditActionRetry,
-			Principal: j.job.Principal, Reason: reason, Details: details})
-	}
-	return entries
 }
 
 // recoverClaim settles a claim of the job that this run did not take (an instance died, or the
@@ -484,11 +482,7 @@ func (j *jobRun) recoverClaim(ctx context.Context, c store.JobClaim, send bool) 
 	defer j.own(c.ID, false)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.r.cfg.BatchTimeout)
 	defer cancel()
-	ids := make([]uuid.UUID, len(c.Items))
-	for i, it := range c.Items {
-		ids[i] = it.FailureID
-	}
-	records, err := j.r.store.ResendItems(bctx, ids)
+	records, err := j.load(bctx, c.Items)
 	if err != nil {
 		log.Error("jobs: loading a recovered claim's records failed", "error", err)
 		return
