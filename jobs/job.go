@@ -400,7 +400,7 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 		}
 	}
 	entry, item := j.audit()
-	job, err := j.r.store.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: j.job.ID, ClaimID: b.ClaimID, Sends: out,
+	job, err := j.r.store.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: j.job.ID, JobCreatedAt: j.job.CreatedAt, ClaimID: b.ClaimID, Sends: out,
 		At: j.r.cfg.Now(), Audit: entry, Item: item})
 	switch {
 	case errors.Is(err, store.ErrClaimSettled):

@@ -354,8 +354,11 @@ type JobSend struct {
 
 // SettleJobClaimParams are the parameters of SettleJobClaim.
 type SettleJobClaimParams struct {
-	JobID   uuid.UUID
-	ClaimID int64
+	JobID uuid.UUID
+	// JobCreatedAt is the job's created_at (Job.CreatedAt): only the job's partition of the job
+	// items is planned for. Zero reads it.
+	JobCreatedAt time.Time
+	ClaimID      int64
 	// Sends are the outcomes of the claim's items; an item of the claim without one (not
 	// attempted) stays pending and is claimed again later.
 	Sends []JobSend
@@ -463,7 +466,11 @@ func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Jo
 		}
 		// Last: the job's row stays locked until the commit, and the job's other batches
 		// settle into it too.
-		job, err = recordJobOutcomes(ctx, tx, jobOutcomes{jobID: p.JobID, results: results, at: p.At, auditID: auditID})
+		o := jobOutcomes{jobID: p.JobID, results: results, at: p.At, auditID: auditID}
+		if !p.JobCreatedAt.IsZero() {
+			o.jobCreated = &p.JobCreatedAt
+		}
+		job, err = recordJobOutcomes(ctx, tx, o)
 		return err
 	})
 	if err != nil {

@@ -54,7 +54,7 @@ func TestBatchAuditEntryShownPerItem(t *testing.T) {
 	at := now.Add(time.Second)
 	j, err := s.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: job.ID, ClaimID: b.ClaimID, Sends: sends, At: at,
 		Audit: &store.AuditEntry{Action: "retry", Principal: "bob", Reason: &reason, Details: map[string]any{"job_id": job.ID.String()}},
-		Item: map[store.JobItemOutcome]map[string]any{store.JobItemDone: {"outcome": "resent"}, store.JobItemFailed: {"outcome": "failed"}}})
+		Item:  map[store.JobItemOutcome]map[string]any{store.JobItemDone: {"outcome": "resent"}, store.JobItemFailed: {"outcome": "failed"}}})
 	if err != nil || j.Done != 4 || j.Failed != 1 {
 		t.Fatalf("settle = %+v, %v", j, err)
 	}

@@ -36,6 +36,7 @@ func benchJobs(ctx context.Context, args []string) error {
 		partitions = fs.Int("partitions", 6, "partitions of the benchmark topics")
 		runs       = fs.Int("runs", 3, "runs; each retries -n fresh failures and sends -n plain records")
 		batch      = fs.Int("batch", 1000, "items a job acts on and records at once")
+		follow     = fs.Bool("follow-chains", true, "let the job follow the ordering chains of the failures it resends (jobs.ChainFollower), as in production; false measures the job without that look-up")
 		traceSQL   = fs.Bool("trace-sql", false, "print, per statement, the calls and their time while each job ran")
 		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of this process over the jobs' runs to this file")
 		dbURL      = scratchServerFlag(fs)
@@ -84,7 +85,11 @@ func benchJobs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner, err := jobs.New(jobs.Config{Store: st, Publisher: sched.Resender(), Owner: "bench", PollInterval: 20 * time.Millisecond,
+	var pub jobs.Publisher = sched.Resender()
+	if !*follow {
+		pub = struct{ jobs.Publisher }{pub} // hides the ChainFollower
+	}
+	runner, err := jobs.New(jobs.Config{Store: st, Publisher: pub, Owner: "bench", PollInterval: 20 * time.Millisecond,
 		BatchSize: *batch, Logger: discard})
 	if err != nil {
 		return err
@@ -94,8 +99,8 @@ func benchJobs(ctx context.Context, args []string) error {
 	go func() { runnerDone <- runner.Run(rctx) }()
 	defer func() { stopRunner(); <-runnerDone }()
 
-	fmt.Printf("jobs benchmark: a retry job over %d stored failures of %d bytes, 3 stored headers, %d partitions, batch %d\n",
-		*n, *valueSize, *partitions, *batch)
+	fmt.Printf("jobs benchmark: a retry job over %d stored failures of %d bytes, 3 stored headers, %d partitions, batch %d, following chains: %t\n",
+		*n, *valueSize, *partitions, *batch, *follow)
 	fmt.Println("job: records/s from the start until the job is DONE (every record acknowledged, every outcome recorded)")
 	fmt.Println("cpu: CPU time per record of this process (producer, in-process broker) while the plain producer ran,")
 	fmt.Println("     and per item of the database's backends and of this process while the job ran")
