@@ -310,24 +310,15 @@ func (j *jobRun) sendBatch(b *store.JobBatch) bool {
 	return j.settle(ctx, b, sends, sendable)
 }
 
-// load reads the records of items: each in its own partition when every item knows its
-// failure's created_at.
+// load reads the records of items. It looks them up by id (store.ResendItems), not by (id,
+// created_at): the planner joins the pairs of store.ResendItemsAt with a hash of a whole
+// partition of the states, which grows with the partition (docs/benchmarks.md, "jobs").
 func (j *jobRun) load(ctx context.Context, items []store.JobBatchItem) ([]store.ResendItem, error) {
 	ids := make([]uuid.UUID, len(items))
-	created := make([]time.Time, len(items))
 	for i, it := range items {
-		ids[i], created[i] = it.FailureID, it.CreatedAt
-		if it.CreatedAt.IsZero() {
-			created = nil
-			break
-		}
+		ids[i] = it.FailureID
 	}
-	if created == nil {
-		for i, it := range items {
-			ids[i] = it.FailureID
-		}
-	}
-	return j.r.store.ResendItemsAt(ctx, ids, created)
+	return j.r.store.ResendItems(ctx, ids)
 }
 
 // prepare pairs each claimed item with its record, tagged and addressed for the job. An item

@@ -39,7 +39,7 @@ BEGIN
     END IF;
     EXECUTE format('CREATE TABLE %I PARTITION OF audit_log FOR VALUES FROM (%L) TO (%L)',
         'audit_log_' || suffix, lower, upper);
-    EXECUTE format('CREATE TABLE %I PARTITION OF job_items FOR VALUES FROM (%L) TO (%L) WITH (fillfactor = 80)',
+    EXECUTE format('CREATE TABLE %I PARTITION OF job_items FOR VALUES FROM (%L) TO (%L) WITH (fillfactor = 40)',
         'job_items_' || suffix, lower, upper);
     RETURN true;
 END
@@ -93,7 +93,7 @@ COMMENT ON COLUMN job_items.failure_created_at IS 'The failure''s created_at whe
 COMMENT ON COLUMN job_items.audit_id IS 'The audit_log entry of the batch that acted on the item (audit_log.id, at = done_at); NULL for a skipped item or one recorded before this column.';
 
 CREATE TABLE audit_log_default PARTITION OF audit_log DEFAULT;
-CREATE TABLE job_items_default PARTITION OF job_items DEFAULT WITH (fillfactor = 80);
+CREATE TABLE job_items_default PARTITION OF job_items DEFAULT WITH (fillfactor = 40);
 
 -- The periods of the failure tables, for the log tables too.
 -- +goose StatementBegin
@@ -144,7 +144,10 @@ DROP TABLE job_items_unpartitioned;
 CREATE INDEX audit_log_failure_idx ON audit_log (failure_id, at) WHERE failure_id IS NOT NULL;
 CREATE INDEX audit_log_group_idx ON audit_log (group_id, at) WHERE group_id IS NOT NULL;
 CREATE INDEX audit_log_job_idx ON audit_log (job_id, at, id) WHERE job_id IS NOT NULL;
-CREATE INDEX job_items_pending_idx ON job_items (job_id, seq) WHERE outcome IS NULL;
+-- No index covers the columns an outcome sets (outcome, detail, done_at, audit_id), and a
+-- partition's pages keep room for a new version of each of their rows (fillfactor 40): the
+-- outcome of an item is a HOT update, which writes no index entry. The pending items of a job
+-- are found by the primary key from the job's cursor on.
 CREATE INDEX job_items_failure_idx ON job_items (failure_id);
 
 -- +goose Down
@@ -156,7 +159,7 @@ ALTER TABLE job_items RENAME TO job_items_partitioned;
 ALTER TABLE job_items_partitioned RENAME CONSTRAINT job_items_pkey TO job_items_partitioned_pkey;
 ALTER TABLE job_items_partitioned RENAME CONSTRAINT job_items_job_fkey TO job_items_partitioned_job_fkey;
 ALTER TABLE job_items_partitioned RENAME CONSTRAINT job_items_outcome_check TO job_items_partitioned_outcome_check;
-DROP INDEX job_items_pending_idx, job_items_failure_idx;
+DROP INDEX job_items_failure_idx;
 
 CREATE TABLE audit_log (
     id          bigint      GENERATED ALWAYS AS IDENTITY,
