@@ -91,8 +91,11 @@ type JobPosition struct {
 	ID        uuid.UUID
 }
 
-// AuditPosition is where a page of audit entries in time order ends.
+// AuditPosition is where a page of audit entries in time order ends: the entry's time and id,
+// and for the entry of one item of a job's batch (which shares the batch's time and id with the
+// batch's other items), the item's sequence number.
 type AuditPosition struct {
-	At time.Time
-	ID int64
+	At  time.Time
+	ID  int64
+	Seq int64
 }

@@ -15,8 +15,9 @@
 //     redrive-job-item header naming the job item) and their acknowledgements awaited;
 //   - settle: one transaction deletes the claim, marks the acknowledged failures RESENT,
 //     records the sends that were not acknowledged, records each item's outcome with the
-//     job's counts, and writes the audit entries. The outcome of a resend is recorded with its
-//     mark, so no reconciliation is needed.
+//     job's counts, and writes the batch's one audit entry, which each item it acted on
+//     names (store.FailureAudit shows it as each failure's entry). The outcome of a resend is
+//     recorded with its mark, so no reconciliation is needed.
 //
 // A close job's batch is one transaction (close and record).
 //

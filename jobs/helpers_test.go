@@ -206,10 +206,17 @@ func (e *env) states(ids []uuid.UUID) map[redrive.State]int {
 	return out
 }
 
-// audits counts the audit entries of action of each failure.
+// audits counts the audit entries of action of each failure: its own, and those of the job
+// batches whose entry its job item names.
 func (e *env) audits(action string) map[uuid.UUID]int {
 	e.t.Helper()
-	rows, err := e.pool.Query(context.Background(), `SELECT failure_id, count(*) FROM audit_log WHERE action = $1 AND failure_id IS NOT NULL GROUP BY failure_id`, action)
+	rows, err := e.pool.Query(context.Background(), `
+		SELECT fid, count(*) FROM (
+			SELECT failure_id AS fid FROM audit_log WHERE action = $1 AND failure_id IS NOT NULL
+			UNION ALL
+			SELECT i.failure_id FROM job_items i JOIN audit_log a ON a.id = i.audit_id AND a.at = i.done_at AND a.job_id = i.job_id
+			WHERE a.action = $1) e
+		GROUP BY fid`, action)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -295,9 +302,15 @@ func (e *env) exactlyOnce(id uuid.UUID, topic string, ids []uuid.UUID) {
 			e.t.Errorf("record %q sent %d times", tag, n)
 		}
 	}
-	for fid, n := range e.audits("retry") {
+	audits := e.audits("retry")
+	for fid, n := range audits {
 		if n != 1 {
 			e.t.Errorf("failure %s has %d retry entries, want 1", fid, n)
+		}
+	}
+	for _, fid := range ids {
+		if audits[fid] != 1 {
+			e.t.Errorf("failure %s has %d retry entries, want 1", fid, audits[fid])
 		}
 	}
 }

@@ -296,11 +296,7 @@ func (j *jobRun) sendBatch(b *store.JobBatch) bool {
 	if j.r.dead.Load() {
 		return false
 	}
-	ids := make([]uuid.UUID, len(b.Items))
-	for i, it := range b.Items {
-		ids[i] = it.FailureID
-	}
-	records, err := j.r.store.ResendItems(ctx, ids)
+	records, err := j.load(ctx, b.Items)
 	if err != nil {
 		j.log.Error("jobs: loading a batch's records failed; its items stay pending", "error", err)
 		if err := j.r.store.ReleaseJobClaim(ctx, j.job.ID, b.ClaimID); err != nil {
@@ -314,6 +310,17 @@ func (j *jobRun) sendBatch(b *store.JobBatch) bool {
 		return false
 	}
 	return j.settle(ctx, b, sends, sendable)
+}
+
+// load reads the records of items. It looks them up by id (store.ResendItems), not by (id,
+// created_at): the planner joins the pairs of store.ResendItemsAt with a hash of a whole
+// partition of the states, which grows with the partition (docs/benchmarks.md, "jobs").
+func (j *jobRun) load(ctx context.Context, items []store.JobBatchItem) ([]store.ResendItem, error) {
+	ids := make([]uuid.UUID, len(items))
+	for i, it := range items {
+		ids[i] = it.FailureID
+	}
+	return j.r.store.ResendItems(ctx, ids)
 }
 
 // prepare pairs each claimed item with its record, tagged and addressed for the job. An item
@@ -385,8 +392,9 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 			out = append(out, s)
 		}
 	}
-	job, err := j.r.store.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: j.job.ID, ClaimID: b.ClaimID, Sends: out,
-		At: j.r.cfg.Now(), Audit: func(map[uuid.UUID]bool) []redrive.AuditEntry { return j.audit(out, sendable, sends) }})
+	entry, item := j.audit()
+	job, err := j.r.store.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: j.job.ID, JobCreatedAt: j.job.CreatedAt, ClaimID: b.ClaimID, Sends: out,
+		At: j.r.cfg.Now(), Audit: entry, Item: item})
 	switch {
 	case errors.Is(err, redrive.ErrClaimSettled):
 		j.log.Warn("jobs: a claim was settled by another instance meanwhile", "claim", b.ClaimID)
@@ -434,39 +442,20 @@ func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend) {
 	}
 }
 
-// audit returns the audit entries of the sends: one "retry" entry per record sent, with the
-// job's id and the outcome.
-func (j *jobRun) audit(out []store.JobSend, sendable []*store.ResendItem, all []store.JobSend) []redrive.AuditEntry {
-	state := make(map[int64]redrive.State, len(all))
-	for i, s := range all {
-		if sendable[i] != nil {
-			state[s.Seq] = sendable[i].State
-		}
+// audit returns the one "retry" audit entry of a batch, with the job's id, and what the entry
+// of each item adds by its outcome: a done item's record was resent, a failed one's was not
+// (the item's detail is its error).
+func (j *jobRun) audit() (*store.AuditEntry, map[store.JobItemOutcome]map[string]any) {
+	details := map[string]any{"job_id": j.job.ID.String(), "trigger": "manual",
+		"resending_service": j.r.cfg.Publisher.ServiceName()}
+	if j.job.TargetTopic != nil {
+		details["target_topic"] = *j.job.TargetTopic
 	}
-	reason := j.job.Reason
-	entries := make([]redrive.AuditEntry, 0, len(out))
-	for _, s := range out {
-		if s.Skipped != "" {
-			continue
+	return &store.AuditEntry{Action: resendtype.AuditActionRetry, Principal: j.job.Principal, Reason: j.job.Reason, Details: details},
+		map[store.JobItemOutcome]map[string]any{
+			store.JobItemDone:   {"outcome": string(resendtype.OutcomeResent)},
+			store.JobItemFailed: {"outcome": string(resendtype.OutcomeFailed)},
 		}
-		details := map[string]any{"job_id": j.job.ID.String(), "trigger": "manual",
-			"resending_service": j.r.cfg.Publisher.ServiceName()}
-		if st, ok := state[s.Seq]; ok && st != "" {
-			details["from_state"] = string(st)
-		}
-		if j.job.TargetTopic != nil {
-			details["target_topic"] = *j.job.TargetTopic
-		}
-		if s.Acked {
-			details["outcome"] = string(redrive.OutcomeResent)
-		} else {
-			details["outcome"], details["error"] = string(redrive.OutcomeFailed), s.Error
-		}
-		id := s.FailureID
-		entries = append(entries, redrive.AuditEntry{FailureID: &id, Action: resendtype.AuditActionRetry,
-			Principal: j.job.Principal, Reason: reason, Details: details})
-	}
-	return entries
 }
 
 // recoverClaim settles a claim of the job that this run did not take (an instance died, or the
@@ -486,11 +475,7 @@ func (j *jobRun) recoverClaim(ctx context.Context, c store.JobClaim, send bool) 
 	defer j.own(c.ID, false)
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.r.cfg.BatchTimeout)
 	defer cancel()
-	ids := make([]uuid.UUID, len(c.Items))
-	for i, it := range c.Items {
-		ids[i] = it.FailureID
-	}
-	records, err := j.r.store.ResendItems(bctx, ids)
+	records, err := j.load(bctx, c.Items)
 	if err != nil {
 		log.Error("jobs: loading a recovered claim's records failed", "error", err)
 		return

@@ -102,6 +102,41 @@ func TestRetryJob(t *testing.T) {
 	}
 }
 
+// A burst of ten full batches at once, and one item more, is acted on exactly once, item by
+// item, with one audit entry per batch; a job of one item started right after it is too.
+func TestBurstOfTenBatchesAndOneMore(t *testing.T) {
+	t.Parallel()
+	const batch = 50
+	e := newEnv(t, "orders")
+	pub := e.instance().Resender()
+	ids := e.insertN(10*batch+1, testkit.FailureRow{Topic: "orders"})
+	id := e.start(operator.JobRequest{Action: operator.Retry, Selection: operator.Selection{IDs: ids}})
+	e.run(jobs.Config{Publisher: pub, BatchSize: batch})
+	e.waitJob(id, 2*time.Minute, "done", done)
+	e.exactlyOnce(id, "orders", ids)
+	var entries, items int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*), coalesce(sum((details->'batch'->>'items')::int), 0)
+		FROM audit_log WHERE job_id = $1 AND action = 'retry'`, id).Scan(&entries, &items); err != nil {
+		t.Fatal(err)
+	}
+	if entries < 11 || entries > len(ids) || items != len(ids) {
+		t.Errorf("%d batch entries for %d items, want at least 11 entries for %d items", entries, items, len(ids))
+	}
+
+	one := e.insertN(1, testkit.FailureRow{Topic: "orders"})
+	id2 := e.start(operator.JobRequest{Action: operator.Retry, Selection: operator.Selection{IDs: one}})
+	e.waitJob(id2, time.Minute, "done", done)
+	if j := e.job(id2); j.Done != 1 || j.Skipped != 0 || j.Failed != 0 {
+		t.Errorf("the job after the burst = %+v", j.Job)
+	}
+	if got := e.states(one); got[store.StateResent] != 1 {
+		t.Errorf("the one more failure: %v, want RESENT", got)
+	}
+	if byTag, n := e.sent("orders"); n != len(ids)+1 || len(byTag) != len(ids)+1 {
+		t.Errorf("orders has %d records for %d tags, want %d of each", n, len(byTag), len(ids)+1)
+	}
+}
+
 // errKilled is what a hook returns to make its runner die where it is.
 var errKilled = errors.New("killed")
 

@@ -14,16 +14,18 @@ import (
 // sort key of the last row of the previous page. A failure cursor also holds its sort order, so
 // that it cannot be used with the other one.
 const (
-	cursorVersion      = 1
-	cursorFailuresNew  = 'n' // failures, newest first: created_at µs (8), id (16)
-	cursorFailuresOld  = 'o' // failures, oldest first: created_at µs (8), id (16)
-	cursorGroups       = 'g' // groups: last_seen µs (8), id (8)
-	cursorJobs         = 'j' // jobs, newest first: created_at µs (8), id (16)
-	cursorRuns         = 'r' // reactivation runs, newest first: id (8)
-	cursorAudit        = 'a' // audit entries, oldest first: at µs (8), id (8)
-	failureCursorBytes = 2 + 8 + 16
-	groupCursorBytes   = 2 + 8 + 8 // also audit cursors: a time and an id
-	runCursorBytes     = 2 + 8
+	cursorVersion        = 1
+	cursorFailuresNew    = 'n' // failures, newest first: created_at µs (8), id (16)
+	cursorFailuresOld    = 'o' // failures, oldest first: created_at µs (8), id (16)
+	cursorGroups         = 'g' // groups: last_seen µs (8), id (8)
+	cursorJobs           = 'j' // jobs, newest first: created_at µs (8), id (16)
+	cursorRuns           = 'r' // reactivation runs, newest first: id (8)
+	cursorAudit          = 'a' // audit entries, oldest first: at µs (8), id (8)
+	cursorAuditItem      = 'i' // the entry of one item of a job's batch: at µs (8), id (8), item seq (8)
+	failureCursorBytes   = 2 + 8 + 16
+	groupCursorBytes     = 2 + 8 + 8 // also audit cursors: a time and an id
+	runCursorBytes       = 2 + 8
+	auditItemCursorBytes = 2 + 8 + 8 + 8
 
 	// A cursor's time lies between the years 1 and 9999, well inside PostgreSQL's range.
 	minCursorMicros = -62135596800000000
@@ -107,11 +109,27 @@ func decodeGroupCursor(s string) (*redrive.GroupPosition, error) {
 
 // encodeAuditCursor returns the cursor of the audit page after p.
 func encodeAuditCursor(p redrive.AuditPosition) string {
-	return encodeTimeIDCursor(cursorAudit, p.At, p.ID)
+	if p.Seq == 0 {
+		return encodeTimeIDCursor(cursorAudit, p.At, p.ID)
+	}
+	b := make([]byte, auditItemCursorBytes)
+	b[0], b[1] = cursorVersion, cursorAuditItem
+	binary.BigEndian.PutUint64(b[2:10], uint64(p.At.UnixMicro()))
+	binary.BigEndian.PutUint64(b[10:18], uint64(p.ID))
+	binary.BigEndian.PutUint64(b[18:], uint64(p.Seq))
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // decodeAuditCursor validates an audit cursor.
 func decodeAuditCursor(s string) (*redrive.AuditPosition, error) {
+	if b, err := base64.RawURLEncoding.Strict().DecodeString(s); err == nil && len(b) == auditItemCursorBytes &&
+		b[0] == cursorVersion && b[1] == cursorAuditItem {
+		micros, id, seq := int64(binary.BigEndian.Uint64(b[2:10])), int64(binary.BigEndian.Uint64(b[10:18])), int64(binary.BigEndian.Uint64(b[18:]))
+		if id > 0 && seq > 0 && micros >= minCursorMicros && micros <= maxCursorMicros {
+			return &redrive.AuditPosition{At: time.UnixMicro(micros).UTC(), ID: id, Seq: seq}, nil
+		}
+		return nil, invalid("cursor", "not an audit list cursor of this API: pass next_cursor unchanged")
+	}
 	t, id, err := decodeTimeIDCursor(s, cursorAudit, "an audit list")
 	if err != nil {
 		return nil, err

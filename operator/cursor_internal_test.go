@@ -30,6 +30,44 @@ func TestCursorRoundTrip(t *testing.T) {
 	}
 }
 
+// An audit cursor keeps the item of a batch's entry, and an audit cursor of the layout before
+// batch entries (time and id) still reads.
+func TestAuditCursorRoundTrip(t *testing.T) {
+	at := time.Date(2024, 5, 1, 12, 0, 0, 123456000, time.UTC)
+	for _, p := range []redrive.AuditPosition{{At: at, ID: 9}, {At: at, ID: 9, Seq: 1234}} {
+		got, err := decodeAuditCursor(encodeAuditCursor(p))
+		if err != nil || !got.At.Equal(p.At) || got.ID != p.ID || got.Seq != p.Seq {
+			t.Errorf("round trip of %+v = %+v, %v", p, got, err)
+		}
+	}
+	if _, err := decodeAuditCursor(encodeGroupCursor(redrive.GroupPosition{LastSeen: at, ID: 9})); err == nil {
+		t.Error("a group cursor was accepted as an audit cursor")
+	}
+}
+
+// An audit cursor from a client either decodes to a position it encodes back to, or is a 400.
+func FuzzDecodeAuditCursor(f *testing.F) {
+	f.Add(encodeAuditCursor(redrive.AuditPosition{At: time.Now(), ID: 7}))
+	f.Add(encodeAuditCursor(redrive.AuditPosition{At: time.Now(), ID: 7, Seq: 3}))
+	f.Add("")
+	f.Add("AWk")
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := decodeAuditCursor(s)
+		if err != nil {
+			if ie, ok := err.(*InputError); !ok || ie.Field != "cursor" {
+				t.Fatalf("%q: error %v is not an input error on cursor", s, err)
+			}
+			return
+		}
+		if p.ID <= 0 || p.Seq < 0 || p.At.Year() < 1 || p.At.Year() > 9999 {
+			t.Fatalf("%q decoded to %+v", s, p)
+		}
+		if again := encodeAuditCursor(*p); again != s {
+			t.Fatalf("%q decoded and re-encoded to %q", s, again)
+		}
+	})
+}
+
 // A cursor from a client either decodes to a position within PostgreSQL's range or is a 400.
 func FuzzDecodeCursor(f *testing.F) {
 	f.Add(encodeFailureCursor(redrive.Position{CreatedAt: time.Now(), ID: uuid.New()}, redrive.NewestFirst))

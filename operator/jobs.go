@@ -361,15 +361,14 @@ func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor
 	}
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
-	entries, more, err := c.store.JobAuditPage(qctx, id, after, limit)
+	entries, next, err := c.store.JobAuditPage(qctx, id, after, limit)
 	if err != nil {
 		return nil, err
 	}
 	c.redactAudit(entries, reader)
 	page := &AuditPage{Items: entries}
-	if more && len(entries) > 0 {
-		last := entries[len(entries)-1]
-		page.Next = encodeAuditCursor(redrive.AuditPosition{At: last.At, ID: last.ID})
+	if next != nil {
+		page.Next = encodeAuditCursor(*next)
 	}
 	return page, nil
 }

@@ -133,6 +133,9 @@ type HousekeepingConfig struct {
 	// PermanentAge is the age at which PERMANENT failures are deleted, counted from their last
 	// change. Defaults to 180 days.
 	PermanentAge time.Duration
+	// AuditAge, when positive, is the age at which the weeks of the audit log and of the items
+	// of finished jobs are dropped (store.DropExpiredLogPartitions). Zero keeps them.
+	AuditAge time.Duration
 	// BatchSize is how many failures one delete statement removes from the default partition.
 	// Defaults to 1000.
 	BatchSize int
@@ -291,8 +294,8 @@ func (c Config) withDefaults() (Config, error) {
 	if h.PermanentAge == 0 {
 		h.PermanentAge = DefaultPermanentAge
 	}
-	if h.ResolvedAge < 0 || h.PermanentAge < 0 {
-		bad("Housekeeping ages must not be negative (ResolvedAge %s, PermanentAge %s)", h.ResolvedAge, h.PermanentAge)
+	if h.ResolvedAge < 0 || h.PermanentAge < 0 || h.AuditAge < 0 {
+		bad("Housekeeping ages must not be negative (ResolvedAge %s, PermanentAge %s, AuditAge %s)", h.ResolvedAge, h.PermanentAge, h.AuditAge)
 	}
 	if h.BatchSize == 0 {
 		h.BatchSize = DefaultHousekeepingBatch

@@ -121,6 +121,20 @@ func (s *Scheduler) housekeep(ctx context.Context) (HousekeepingResult, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if h.AuditAge > 0 {
+		logs, err := s.store.DropExpiredLogPartitions(ctx, store.LogRetentionParams{Now: now, Age: h.AuditAge, Limit: h.BatchSize})
+		for _, d := range logs.Periods {
+			if d.Waiting {
+				s.cfg.Logger.Warn("audit and job item partition kept: a job created in it is not finished", "partition", d.Name)
+				continue
+			}
+			s.cfg.Logger.Info("housekeeping dropped an expired audit and job item partition", "partition", d.Name,
+				"entries", d.Entries, "items", d.Items, "jobs", d.Jobs)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}

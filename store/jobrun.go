@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -18,8 +19,13 @@ import (
 //     items that cannot be resent as skipped;
 //   - the runner sends the records;
 //   - SettleJobClaim deletes the claim, marks the acknowledged failures RESENT, records the
-//     unacknowledged sends, and records every item's outcome with the job's counts and the
-//     audit entries, in one transaction: the outcome of a resend is recorded with its mark.
+//     unacknowledged sends, writes the batch's one audit entry, and records every item's
+//     outcome (naming that entry) with the job's counts, in one transaction: the outcome of a
+//     resend is recorded with its mark.
+//
+// A batch writes one audit entry, not one per item: the items it acted on name it
+// (job_items.audit_id), and FailureAudit, JobAudit and JobAuditPage show it, for each of
+// them, as an entry of that failure (batchItemAuditSQL).
 //
 // A job that resumes after a crash finds its own unsettled claims (JobClaims) and settles
 // them; no other resend ever takes their failures meanwhile. A close job's batch is one
@@ -29,6 +35,9 @@ import (
 type JobBatchItem struct {
 	Seq       int64
 	FailureID uuid.UUID
+	// CreatedAt is the failure's created_at as pinned by the preview; zero when not known (a
+	// claim read back by JobClaims).
+	CreatedAt time.Time
 }
 
 // JobBatch is a batch of a retry job's items claimed for sending.
@@ -63,22 +72,27 @@ type ClaimJobBatchParams struct {
 // pendingJobItemsSQL selects, for the job $1, up to $3 items without an outcome after the
 // sequence number $2 that no claim of the job holds, with their failure's state (NULL when
 // the failure does not exist) and whether a live claim holds it at $4.
+// the failure does not exist) and whether a live claim holds it at $4. $5 is the job's
+// created_at: only the job's partition of job_items is read, and each failure's state is looked
+// up by (id, created_at) in its own partition.
 const pendingJobItemsSQL = `
-	SELECT i.seq, i.failure_id, f.state, coalesce(f.id IN (` + `SELECT unnest(c.failure_ids) FROM resend_claims c WHERE c.lease_until > $4` + `), false)
-	FROM job_items i LEFT JOIN failures f ON f.id = i.failure_id
-	WHERE i.job_id = $1 AND i.seq > $2 AND i.outcome IS NULL
+	SELECT i.seq, i.failure_id, i.failure_created_at, f.state,
+		coalesce(f.id IN (` + `SELECT unnest(c.failure_ids) FROM resend_claims c WHERE c.lease_until > $4` + `), false)
+	FROM job_items i LEFT JOIN failure_states f ON f.id = i.failure_id AND f.created_at = i.failure_created_at
+	WHERE i.job_id = $1 AND i.created_at = $5 AND i.seq > $2 AND i.outcome IS NULL
 		AND i.seq NOT IN (SELECT unnest(c.job_seqs) FROM resend_claims c WHERE c.job_id = $1)
 	ORDER BY i.seq LIMIT $3`
 
 type pendingJobItem struct {
-	seq    int64
-	id     uuid.UUID
-	state  *State
-	leased bool
+	seq       int64
+	id        uuid.UUID
+	createdAt *time.Time
+	state     *State
+	leased    bool
 }
 
-func readPendingJobItems(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, after int64, limit int, now time.Time) ([]pendingJobItem, error) {
-	rows, err := tx.Query(ctx, pendingJobItemsSQL, jobID, after, limit, now)
+func readPendingJobItems(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, jobCreated time.Time, after int64, limit int, now time.Time) ([]pendingJobItem, error) {
+	rows, err := tx.Query(ctx, pendingJobItemsSQL, jobID, after, limit, now, jobCreated)
 	if err != nil {
 		return nil, err
 	}
@@ -87,28 +101,33 @@ func readPendingJobItems(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, after 
 			it pendingJobItem
 			id [16]byte // not uuid.UUID: see uuids.go
 		)
-		err := r.Scan(&it.seq, &id, &it.state, &it.leased)
+		err := r.Scan(&it.seq, &id, &it.createdAt, &it.state, &it.leased)
 		it.id = id
 		return it, err
 	})
 }
 
-// holdJob fails with ErrLeaseLost unless owner holds the job RUNNING. It does not lock the
-// job's row, which the settles of the job's other batches update meanwhile: a pause or cancel
-// that commits just after the check lets this one batch go on, as one already sending does.
-func holdJob(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, owner string) error {
-	var held bool
-	err := tx.QueryRow(ctx, `SELECT state = 'RUNNING' AND owner IS NOT DISTINCT FROM $2 FROM jobs WHERE id = $1`, jobID, owner).Scan(&held)
+// holdJob fails with ErrLeaseLost unless owner holds the job RUNNING, and returns the job's
+// created_at (the partition of its items). It does not lock the job's row, which the settles
+// of the job's other batches update meanwhile: a pause or cancel that commits just after the
+// check lets this one batch go on, as one already sending does.
+func holdJob(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, owner string) (time.Time, error) {
+	var (
+		held    bool
+		created time.Time
+	)
+	err := tx.QueryRow(ctx, `SELECT state = 'RUNNING' AND owner IS NOT DISTINCT FROM $2, created_at FROM jobs WHERE id = $1`,
+		jobID, owner).Scan(&held, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
+		return created, ErrNotFound
 	}
 	if err != nil {
-		return err
+		return created, err
 	}
 	if !held {
-		return ErrLeaseLost
+		return created, ErrLeaseLost
 	}
-	return nil
+	return created, nil
 }
 
 // Details of skipped job items.
@@ -137,7 +156,8 @@ func (s *Store) ClaimJobBatch(ctx context.Context, p ClaimJobBatchParams) (*JobB
 	}
 	b := &JobBatch{ClaimedAt: p.Now}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := holdJob(ctx, tx, p.JobID, p.Owner); err != nil {
+		created, err := holdJob(ctx, tx, p.JobID, p.Owner)
+		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
@@ -147,7 +167,7 @@ func (s *Store) ClaimJobBatch(ctx context.Context, p ClaimJobBatchParams) (*JobB
 		if _, err := tx.Exec(ctx, lockClaimsSQL); err != nil {
 			return err
 		}
-		pending, err := readPendingJobItems(ctx, tx, p.JobID, p.After, p.Limit, p.Now)
+		pending, err := readPendingJobItems(ctx, tx, p.JobID, created, p.After, p.Limit, p.Now)
 		if err != nil {
 			return err
 		}
@@ -165,7 +185,11 @@ func (s *Store) ClaimJobBatch(ctx context.Context, p ClaimJobBatchParams) (*JobB
 				skipped = append(skipped, JobItemResult{Seq: it.seq, Outcome: JobItemSkipped, Detail: skipInProgress})
 			default:
 				ids, seqs = append(ids, it.id), append(seqs, it.seq)
-				b.Items = append(b.Items, JobBatchItem{Seq: it.seq, FailureID: it.id})
+				item := JobBatchItem{Seq: it.seq, FailureID: it.id}
+				if it.createdAt != nil {
+					item.CreatedAt = *it.createdAt
+				}
+				b.Items = append(b.Items, item)
 			}
 		}
 		if len(ids) > 0 {
@@ -177,7 +201,7 @@ func (s *Store) ClaimJobBatch(ctx context.Context, p ClaimJobBatchParams) (*JobB
 			}
 		}
 		b.Skipped = len(skipped)
-		b.Job, err = recordJobOutcomes(ctx, tx, p.JobID, skipped, p.Now)
+		b.Job, err = recordJobOutcomes(ctx, tx, jobOutcomes{jobID: p.JobID, jobCreated: &created, results: skipped, at: p.Now})
 		return err
 	})
 	if err != nil {
@@ -189,31 +213,56 @@ func (s *Store) ClaimJobBatch(ctx context.Context, p ClaimJobBatchParams) (*JobB
 	return b, nil
 }
 
+// jobOutcomes are the parameters of recordJobOutcomes.
+type jobOutcomes struct {
+	jobID uuid.UUID
+	// jobCreated is the job's created_at (the partition of its items); nil reads it.
+	jobCreated *time.Time
+	results    []JobItemResult
+	at         time.Time
+	// auditID, when not 0, is the batch's audit entry (written at at): the results with
+	// Audited name it.
+	auditID int64
+}
+
 // recordJobOutcomes records the outcomes of items of a job that have none yet, adds them to
-// the job's counts, and makes a RUNNING or PAUSED job whose items all have their outcome DONE.
-// It returns the job.
-func recordJobOutcomes(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, results []JobItemResult, now time.Time) (*Job, error) {
-	if len(results) == 0 {
-		return scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, jobID))
+// the job's counts, and makes a RUNNING or PAUSED job whose items all have their outcome DONE,
+// in one statement. It returns the job.
+func recordJobOutcomes(ctx context.Context, tx pgx.Tx, o jobOutcomes) (*Job, error) {
+	if len(o.results) == 0 {
+		return scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, o.jobID))
 	}
-	seqs := make([]int64, len(results))
-	outcomes := make([]string, len(results))
-	details := make([]*string, len(results))
-	first, last := results[0].Seq, results[0].Seq
-	for i, r := range results {
-		seqs[i], outcomes[i] = r.Seq, string(r.Outcome)
+	seqs := make([]int64, len(o.results))
+	outcomes := make([]string, len(o.results))
+	details := make([]*string, len(o.results))
+	audited := make([]bool, len(o.results))
+	first, last := o.results[0].Seq, o.results[0].Seq
+	for i, r := range o.results {
+		seqs[i], outcomes[i], audited[i] = r.Seq, string(r.Outcome), r.Audited && o.auditID != 0
 		if r.Detail != "" {
 			d := r.Detail
 			details[i] = &d
 		}
 		first, last = min(first, r.Seq), max(last, r.Seq)
 	}
+	var auditID *int64
+	if o.auditID != 0 {
+		auditID = &o.auditID
+	}
+	// The job's created_at as a value when known, so that the plan reads only its partition.
+	created := `(SELECT created_at FROM jobs WHERE id = $1)`
+	args := []any{o.jobID, seqs, outcomes, details, o.at, first, last, audited, auditID}
+	if o.jobCreated != nil {
+		created, args = `$10`, append(args, *o.jobCreated)
+	}
 	row := tx.QueryRow(ctx, `
 		WITH r AS (
-			SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[]) AS r(seq, outcome, detail)),
+			SELECT * FROM unnest($2::bigint[], $3::text[], $4::text[], $8::boolean[]) AS r(seq, outcome, detail, audited)),
 		u AS (
-			UPDATE job_items i SET outcome = r.outcome, detail = r.detail, done_at = $5::timestamptz
-			FROM r WHERE i.job_id = $1 AND i.seq BETWEEN $6 AND $7 AND i.seq = r.seq AND i.outcome IS NULL
+			UPDATE job_items i SET outcome = r.outcome, detail = r.detail, done_at = $5::timestamptz,
+				audit_id = CASE WHEN r.audited THEN $9::bigint END
+			FROM r WHERE i.job_id = $1 AND i.created_at = `+created+` AND i.seq BETWEEN $6 AND $7 AND i.seq = r.seq
+				AND i.outcome IS NULL
 			RETURNING i.seq, i.outcome),
 		c AS (
 			SELECT count(*) FILTER (WHERE outcome = 'done') AS done,
@@ -227,8 +276,56 @@ func recordJobOutcomes(ctx context.Context, tx pgx.Tx, jobID uuid.UUID, results 
 			finished_at = CASE WHEN j.state IN ('RUNNING', 'PAUSED')
 				AND j.done + c.done + j.skipped + c.skipped + j.failed + c.failed >= j.total THEN $5::timestamptz ELSE j.finished_at END
 		FROM c WHERE j.id = $1
-		RETURNING `+prefixed("j.", jobColumns), jobID, seqs, outcomes, details, now, first, last)
+		RETURNING `+prefixed("j.", jobColumns), args...)
 	return scanJob(row)
+}
+
+// writeBatchAudit writes the one audit entry of a job's batch and returns its id: e with the
+// batch's counts in details["batch"] (items, first and last sequence numbers, and per outcome
+// what its items' entries add to the details: item). FailureAudit, JobAudit and JobAuditPage
+// show the entry once per item that names it, as that failure's entry (batchItemAuditSQL).
+func writeBatchAudit(ctx context.Context, tx pgx.Tx, e AuditEntry, results []JobItemResult, item map[JobItemOutcome]map[string]any) (int64, error) {
+	var (
+		n           int
+		first, last int64
+		counts      = map[string]int{}
+	)
+	for _, r := range results {
+		if !r.Audited {
+			continue
+		}
+		if n == 0 || r.Seq < first {
+			first = r.Seq
+		}
+		last = max(last, r.Seq)
+		n++
+		counts[string(r.Outcome)]++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	details := make(map[string]any, len(e.Details)+1)
+	for k, v := range e.Details {
+		details[k] = v
+	}
+	batch := map[string]any{"items": n, "first_seq": first, "last_seq": last, "outcomes": counts}
+	if len(item) > 0 {
+		batch["item"] = item
+	}
+	details["batch"] = batch
+	b, err := json.Marshal(details)
+	if err != nil {
+		return 0, fmt.Errorf("audit details: %w", err)
+	}
+	var id int64
+	err = tx.QueryRow(ctx, `
+		INSERT INTO audit_log (failure_id, group_id, action, principal, reason, details, at, job_id)
+		VALUES (NULL, $1, $2, $3, $4, $5::jsonb, $6, $7) RETURNING id`,
+		e.GroupID, e.Action, e.Principal, e.Reason, string(b), e.At, entryJob(&AuditEntry{Details: details})).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("write batch audit: %w", err)
+	}
+	return id, nil
 }
 
 // JobSend is the outcome of sending one claimed item of a job.
@@ -253,22 +350,27 @@ type JobSend struct {
 
 // SettleJobClaimParams are the parameters of SettleJobClaim.
 type SettleJobClaimParams struct {
-	JobID   uuid.UUID
-	ClaimID int64
+	JobID uuid.UUID
+	// JobCreatedAt is the job's created_at (Job.CreatedAt): only the job's partition of the job
+	// items is planned for. Zero reads it.
+	JobCreatedAt time.Time
+	ClaimID      int64
 	// Sends are the outcomes of the claim's items; an item of the claim without one (not
 	// attempted) stays pending and is claimed again later.
 	Sends []JobSend
 	At    time.Time
-	// Audit, when not nil, is called with the failures marked RESENT; the entries it returns are
-	// written in the same transaction (an entry with a zero At gets At).
-	Audit func(marked map[uuid.UUID]bool) []AuditEntry
+	// Audit, when not nil, is the batch's audit entry (its details name the job): it is written
+	// once, in the same transaction, at At, and each item that was sent names it. Item adds, for
+	// the items of each outcome, these details to the entry that FailureAudit shows for them.
+	Audit *AuditEntry
+	Item  map[JobItemOutcome]map[string]any
 }
 
 // SettleJobClaim records the outcome of a job's claim in one transaction: it deletes the
 // claim, marks the acknowledged failures RESENT, records the unacknowledged sends on their
 // failures, records each item's outcome (an acknowledged item is done even when its failure
 // had changed state and was not marked: its record was republished) with the job's counts,
-// and writes the audit entries. It records outcomes whatever the job's state: the sends
+// and writes the batch's audit entry, which every item that was sent names. It records outcomes whatever the job's state: the sends
 // happened. It returns ErrClaimSettled, recording nothing, when the claim is gone.
 func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Job, error) {
 	var (
@@ -337,7 +439,7 @@ func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Jo
 		}
 		results := make([]JobItemResult, 0, len(p.Sends))
 		for _, r := range p.Sends {
-			res := JobItemResult{Seq: r.Seq}
+			res := JobItemResult{Seq: r.Seq, Audited: r.Skipped == ""}
 			switch {
 			case r.Skipped != "":
 				res.Outcome, res.Detail = JobItemSkipped, r.Skipped
@@ -350,20 +452,21 @@ func (s *Store) SettleJobClaim(ctx context.Context, p SettleJobClaimParams) (*Jo
 			}
 			results = append(results, res)
 		}
+		var auditID int64
 		if p.Audit != nil {
-			entries := p.Audit(marked)
-			for i := range entries {
-				if entries[i].At.IsZero() {
-					entries[i].At = p.At
-				}
-			}
-			if err := writeAudit(ctx, tx, entries); err != nil {
+			e := *p.Audit
+			e.At = p.At
+			if auditID, err = writeBatchAudit(ctx, tx, e, results, p.Item); err != nil {
 				return err
 			}
 		}
 		// Last: the job's row stays locked until the commit, and the job's other batches
 		// settle into it too.
-		job, err = recordJobOutcomes(ctx, tx, p.JobID, results, p.At)
+		o := jobOutcomes{jobID: p.JobID, results: results, at: p.At, auditID: auditID}
+		if !p.JobCreatedAt.IsZero() {
+			o.jobCreated = &p.JobCreatedAt
+		}
+		job, err = recordJobOutcomes(ctx, tx, o)
 		return err
 	})
 	if err != nil {
@@ -483,15 +586,16 @@ type CloseJobBatchParams struct {
 	Limit     int
 	Principal string
 	Reason    string
-	// Details are added to every audit entry.
+	// Details are the details of the batch's audit entry (they name the job).
 	Details map[string]any
 	Now     time.Time
 }
 
 // CloseJobBatch closes the next items of a close job held by p.Owner and records their
 // outcomes, in one transaction: up to p.Limit items after p.After without an outcome; a
-// failure that is RETRY_PENDING or PERMANENT and held by no resend becomes CLOSED with an audit
-// entry (done), the others are skipped with the reason. It returns the batch (without claim)
+// failure that is RETRY_PENDING or PERMANENT and held by no resend becomes CLOSED (done), the
+// others are skipped with the reason; the batch writes one audit entry, which the closed items
+// name. It returns the batch (without claim)
 // and ErrLeaseLost, doing nothing, when p.Owner does not hold the job RUNNING.
 func (s *Store) CloseJobBatch(ctx context.Context, p CloseJobBatchParams) (*JobBatch, error) {
 	if p.Limit <= 0 {
@@ -499,10 +603,11 @@ func (s *Store) CloseJobBatch(ctx context.Context, p CloseJobBatchParams) (*JobB
 	}
 	b := &JobBatch{ClaimedAt: p.Now}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := holdJob(ctx, tx, p.JobID, p.Owner); err != nil {
+		created, err := holdJob(ctx, tx, p.JobID, p.Owner)
+		if err != nil {
 			return err
 		}
-		pending, err := readPendingJobItems(ctx, tx, p.JobID, p.After, p.Limit, p.Now)
+		pending, err := readPendingJobItems(ctx, tx, p.JobID, created, p.After, p.Limit, p.Now)
 		if err != nil || len(pending) == 0 {
 			return err
 		}
@@ -521,7 +626,6 @@ func (s *Store) CloseJobBatch(ctx context.Context, p CloseJobBatchParams) (*JobB
 		}
 		var (
 			closable []uuid.UUID
-			entries  []AuditEntry
 			results  = make([]JobItemResult, len(pending))
 		)
 		for i, it := range pending {
@@ -536,15 +640,8 @@ func (s *Store) CloseJobBatch(ctx context.Context, p CloseJobBatchParams) (*JobB
 			case f.Leased:
 				results[i].Outcome, results[i].Detail = JobItemSkipped, skipInProgress
 			default:
-				results[i].Outcome = JobItemDone
+				results[i].Outcome, results[i].Audited = JobItemDone, true
 				closable = append(closable, it.id)
-				details := map[string]any{"from_state": string(f.State)}
-				for k, v := range p.Details {
-					details[k] = v
-				}
-				id := it.id
-				entries = append(entries, AuditEntry{FailureID: &id, Action: AuditActionClose, Principal: p.Principal,
-					Reason: &p.Reason, Details: details, At: p.Now})
 			}
 		}
 		if len(closable) > 0 {
@@ -557,10 +654,12 @@ func (s *Store) CloseJobBatch(ctx context.Context, p CloseJobBatchParams) (*JobB
 			}
 		}
 		b.Skipped = len(pending) - len(closable)
-		if err := writeAudit(ctx, tx, entries); err != nil {
+		auditID, err := writeBatchAudit(ctx, tx, AuditEntry{Action: AuditActionClose, Principal: p.Principal, Reason: &p.Reason,
+			Details: p.Details, At: p.Now}, results, nil)
+		if err != nil {
 			return err
 		}
-		b.Job, err = recordJobOutcomes(ctx, tx, p.JobID, results, p.Now)
+		b.Job, err = recordJobOutcomes(ctx, tx, jobOutcomes{jobID: p.JobID, jobCreated: &created, results: results, at: p.Now, auditID: auditID})
 		return err
 	})
 	if err != nil {

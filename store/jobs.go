@@ -71,21 +71,26 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) 
 	hash := sha256.Sum256(p.Token)
 	var job *Job
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var id uuid.UUID
+		var (
+			id      uuid.UUID
+			created time.Time
+		)
 		if err := tx.QueryRow(ctx, `
 			INSERT INTO jobs (action, target_topic, state, principal, reason, selection, rate_limit, token_hash, total,
 				created_at, preview_expires_at, updated_at)
-			VALUES ($1, $9, 'PREVIEW', $2, nullif($3, ''), $4, $5, $6, 0, $7, $8, $7) RETURNING id`,
-			p.Action, p.Principal, p.Reason, sel, p.RateLimit, hash[:], p.Now, p.ExpiresAt, p.TargetTopic).Scan(&id); err != nil {
+			VALUES ($1, $9, 'PREVIEW', $2, nullif($3, ''), $4, $5, $6, 0, $7, $8, $7) RETURNING id, created_at`,
+			p.Action, p.Principal, p.Reason, sel, p.RateLimit, hash[:], p.Now, p.ExpiresAt, p.TargetTopic).Scan(&id, &created); err != nil {
 			return fmt.Errorf("insert job: %w", err)
 		}
+		// Each item with the job's created_at (its partition) and its failure's (where the
+		// failure's record and state are).
 		var tag int64
 		if p.Filter != nil {
-			args := sqlArgs{id}
+			args := sqlArgs{id, created}
 			conds := append(conditions(p.Filter, &args), "f.state IN ('RETRY_PENDING', 'PERMANENT')")
 			ct, err := tx.Exec(ctx, `
-				INSERT INTO job_items (job_id, seq, failure_id)
-				SELECT $1, row_number() OVER (ORDER BY f.created_at, f.id), f.id
+				INSERT INTO job_items (job_id, seq, failure_id, created_at, failure_created_at)
+				SELECT $1, row_number() OVER (ORDER BY f.created_at, f.id), f.id, $2, f.created_at
 				FROM failures f`+whereClause(conds), args...)
 			if err != nil {
 				return fmt.Errorf("pin job items: %w", err)
@@ -93,8 +98,10 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) 
 			tag = ct.RowsAffected()
 		} else {
 			ct, err := tx.Exec(ctx, `
-				INSERT INTO job_items (job_id, seq, failure_id)
-				SELECT $1, u.seq, u.id FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, seq)`, id, DistinctIDs(p.IDs))
+				INSERT INTO job_items (job_id, seq, failure_id, created_at, failure_created_at)
+				SELECT $1, u.seq, u.id, $3, s.created_at FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, seq)
+				LEFT JOIN LATERAL (SELECT s.created_at FROM failure_states s WHERE s.id = u.id LIMIT 1) s ON true`,
+				id, DistinctIDs(p.IDs), created)
 			if err != nil {
 				return fmt.Errorf("pin job items: %w", err)
 			}
@@ -112,8 +119,8 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) 
 	return job, nil
 }
 
-// jobAudit returns an audit entry about job j. Job entries carry the job id in their details
-// (the audit log has no job column).
+// jobAudit returns an audit entry about job j. Job entries carry the job id in their details,
+// and writeAudit puts it in the audit log's job_id column too.
 func jobAudit(j *Job, action, principal string, details map[string]any) AuditEntry {
 	d := map[string]any{"job_id": j.ID.String(), "job_action": j.Action, "selection": j.Selection}
 	if j.TargetTopic != nil {
@@ -246,6 +253,8 @@ type JobItemResult struct {
 	Seq     int64
 	Outcome JobItemOutcome
 	Detail  string
+	// Audited says the item was acted on: it names its batch's audit entry.
+	Audited bool
 }
 
 // FinishJobIfEmpty marks a RUNNING job held by owner DONE when none of its items lacks an
@@ -367,30 +376,91 @@ func prefixed(prefix, columns string) string {
 }
 
 // JobAuditPage returns the audit entries of a job after position after (from the first when
-// nil), in the order they were written (time, then id), at most limit, and whether there are
-// more: every entry of a job of any size, a page at a time.
-func (s *Store) JobAuditPage(ctx context.Context, jobID uuid.UUID, after *AuditPosition, limit int) ([]AuditEntry, bool, error) {
-	const q = `
-		SELECT id, failure_id, group_id, action, principal, reason, details, at
-		FROM audit_log WHERE details ? 'job_id' AND details->>'job_id' = $1`
-	var rows pgx.Rows
-	var err error
-	if after == nil {
-		rows, err = s.pool.Query(ctx, q+` ORDER BY at, id LIMIT $2`, jobID.String(), limit+1)
-	} else {
-		// at >= $2 lets the job index (job id, at) start at the page's end.
-		rows, err = s.pool.Query(ctx, q+` AND at >= $2 AND (at, id) > ($2, $3) ORDER BY at, id LIMIT $4`,
-			jobID.String(), after.At, after.ID, limit+1)
+// nil), in the order they were written (time, then id, then item), at most limit, and whether
+// the position of the next page (nil after the last): every entry of a job of any size, a page
+// at a time. A batch's entry is returned once per item it acted on, as that failure's entry
+// (batchItemDetailsSQL).
+func (s *Store) JobAuditPage(ctx context.Context, jobID uuid.UUID, after *AuditPosition, limit int) ([]AuditEntry, *AuditPosition, error) {
+	args := []any{jobID, limit + 1}
+	where := ""
+	if after != nil {
+		// at >= $3 lets the job index (job_id, at, id) start at the page's end.
+		where = ` AND a.at >= $3 AND (a.at, a.id) >= ($3, $4) AND (a.at, a.id, coalesce(i.seq, 0)) > ($3, $4, $5)`
+		args = append(args, after.At, after.ID, after.Seq)
 	}
+	rows, err := s.pool.Query(ctx, jobAuditSQL+where+` ORDER BY a.at, a.id, coalesce(i.seq, 0) LIMIT $2`, args...)
 	if err != nil {
-		return nil, false, fmt.Errorf("job audit page: %w", err)
+		return nil, nil, fmt.Errorf("job audit page: %w", err)
 	}
-	out, err := scanAudit(rows)
+	out, err := scanAuditSeq(rows)
 	if err != nil {
-		return nil, false, fmt.Errorf("job audit page: %w", err)
+		return nil, nil, fmt.Errorf("job audit page: %w", err)
 	}
 	out, more := pageRows(out, limit)
-	return out, more, nil
+	var next *AuditPosition
+	if more && len(out) > 0 {
+		last := out[len(out)-1]
+		next = &AuditPosition{At: last.At, ID: last.ID, Seq: last.seq}
+	}
+	return stripSeq(out), next, nil
+}
+
+// batchItemDetailsSQL is the details of the entry of item i of the batch whose audit entry is
+// a: the batch's details without its counts, with what the batch adds for the item's outcome,
+// and a failed item's error.
+const batchItemDetailsSQL = `(a.details - 'batch') || coalesce(a.details->'batch'->'item'->i.outcome, '{}'::jsonb)
+	|| CASE WHEN i.outcome = 'failed' AND i.detail IS NOT NULL THEN jsonb_build_object('error', i.detail) ELSE '{}'::jsonb END`
+
+// isBatchSQL is true for the audit entry a of a job's batch.
+const isBatchSQL = `(a.failure_id IS NULL AND a.details ? 'batch')`
+
+// jobAuditSQL selects the audit entries of the job $1 (the job's own, each of its batches'
+// items, and entries of single failures that name the job), with the item's sequence number
+// (0 for entries that are not a batch's), as a, i.
+const jobAuditSQL = `
+	SELECT a.id, coalesce(i.failure_id, a.failure_id), a.group_id, a.action, a.principal, a.reason,
+		CASE WHEN i.seq IS NULL THEN a.details ELSE ` + batchItemDetailsSQL + ` END, a.at, coalesce(i.seq, 0)
+	FROM audit_log a
+	LEFT JOIN LATERAL (
+		SELECT i.seq, i.failure_id, i.outcome, i.detail FROM job_items i
+		WHERE ` + isBatchSQL + ` AND i.job_id = a.job_id
+			AND i.seq BETWEEN (a.details->'batch'->>'first_seq')::bigint AND (a.details->'batch'->>'last_seq')::bigint
+			AND i.audit_id = a.id) i ON true
+	WHERE a.job_id = $1`
+
+// auditWithSeq is an audit entry with the sequence number of its job item (0 for none).
+type auditWithSeq struct {
+	AuditEntry
+	seq int64
+}
+
+func scanAuditSeq(rows pgx.Rows) ([]auditWithSeq, error) {
+	defer rows.Close()
+	out := []auditWithSeq{}
+	for rows.Next() {
+		var (
+			e       auditWithSeq
+			details []byte
+		)
+		if err := rows.Scan(&e.ID, &e.FailureID, &e.GroupID, &e.Action, &e.Principal, &e.Reason, &details, &e.At, &e.seq); err != nil {
+			return nil, err
+		}
+		if details != nil {
+			if err := json.Unmarshal(details, &e.Details); err != nil {
+				return nil, fmt.Errorf("audit entry %d details: %w", e.ID, err)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func stripSeq(in []auditWithSeq) []AuditEntry {
+	out := make([]AuditEntry, len(in))
+	for i := range in {
+		out[i] = in[i].AuditEntry
+	}
+	return out
 }
 
 // pageRows cuts rows, read with a limit of limit+1, to a page of limit, and reports whether
@@ -404,12 +474,13 @@ func pageRows[T any](rows []T, limit int) ([]T, bool) {
 
 // JobAudit returns the audit entries of a job, at most limit: its own (preview, start, pause,
 // resume, cancel: no failure id) first, so that a large job's items never push them out, then
-// its items', each part oldest first.
+// its items' (each batch's entry once per item it acted on, as that failure's entry), each
+// part oldest first.
 func (s *Store) JobAudit(ctx context.Context, jobID uuid.UUID, limit int) ([]AuditEntry, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, failure_id, group_id, action, principal, reason, details, at
-		FROM audit_log WHERE details ? 'job_id' AND details->>'job_id' = $1
-		ORDER BY failure_id IS NOT NULL, at, id LIMIT $2`, jobID.String(), limit)
+		SELECT id, failure_id, group_id, action, principal, reason, details, at FROM audit_log a
+		WHERE a.job_id = $1 AND a.failure_id IS NULL AND NOT `+isBatchSQL+`
+		ORDER BY at, id LIMIT $2`, jobID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("job audit: %w", err)
 	}
@@ -417,5 +488,17 @@ func (s *Store) JobAudit(ctx context.Context, jobID uuid.UUID, limit int) ([]Aud
 	if err != nil {
 		return nil, fmt.Errorf("job audit: %w", err)
 	}
-	return out, nil
+	if len(out) >= limit {
+		return out, nil
+	}
+	rows, err = s.pool.Query(ctx, jobAuditSQL+` AND (a.failure_id IS NOT NULL OR `+isBatchSQL+`)
+		ORDER BY a.at, a.id, coalesce(i.seq, 0) LIMIT $2`, jobID, limit-len(out))
+	if err != nil {
+		return nil, fmt.Errorf("job audit: %w", err)
+	}
+	items, err := scanAuditSeq(rows)
+	if err != nil {
+		return nil, fmt.Errorf("job audit: %w", err)
+	}
+	return append(out, stripSeq(items)...), nil
 }

@@ -15,6 +15,11 @@ import (
 // the first period at the upgrade, failures carried forward by DropExpiredPartitions, a clock
 // far off). Retention drops a whole period at once (DropExpiredPartitions); only the default
 // partitions are ever cleaned row by row (DeleteExpired).
+//
+// The audit log and the job items have partitions of the same periods (audit_log_pYYYYMMDD by
+// at, job_items_pYYYYMMDD by their job's created_at; migration 023), created with the failure
+// tables' by EnsurePartitions and dropped, once older than the audit age, by
+// DropExpiredLogPartitions.
 
 // Partition is one period of the failure tables: [From, To).
 type Partition struct {
@@ -27,13 +32,22 @@ type Partition struct {
 // Partitions returns the periods attached to failure_records, oldest first (the default
 // partition is not one).
 func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
+	return s.periods(ctx, "failure_records")
+}
+
+// LogPartitions returns the periods attached to audit_log (and job_items), oldest first.
+func (s *Store) LogPartitions(ctx context.Context) ([]Partition, error) {
+	return s.periods(ctx, "audit_log")
+}
+
+func (s *Store) periods(ctx context.Context, parent string) ([]Partition, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT substr(c.relname, length('failure_records_') + 1), b[1]::timestamptz, b[2]::timestamptz
+		SELECT substr(c.relname, length($1) + 2), b[1]::timestamptz, b[2]::timestamptz
 		FROM pg_inherits i
 		JOIN pg_class c ON c.oid = i.inhrelid
 		CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\) TO \(''([^'']+)''\)') AS b
-		WHERE i.inhparent = 'failure_records'::regclass AND b IS NOT NULL
-		ORDER BY 2`)
+		WHERE i.inhparent = $1::regclass AND b IS NOT NULL
+		ORDER BY 2`, parent)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", err)
 	}
@@ -66,6 +80,8 @@ type EnsureResult struct {
 	// Skipped are the periods that could not be created because rows of their range sit in
 	// the default partition already (their failures stay there).
 	Skipped []Partition
+	// LogCreated and LogSkipped are the same for the audit log and the job items.
+	LogCreated, LogSkipped []Partition
 }
 
 // ErrBadPartitionWidth means a partition width is not a positive whole number of days.
@@ -79,30 +95,156 @@ func (s *Store) EnsurePartitions(ctx context.Context, p EnsurePartitionsParams) 
 	if p.Width <= 0 || p.Width%(24*time.Hour) != 0 {
 		return EnsureResult{}, fmt.Errorf("ensure partitions: %w (got %s)", ErrBadPartitionWidth, p.Width)
 	}
-	parts, err := s.Partitions(ctx)
-	if err != nil {
-		return EnsureResult{}, err
-	}
-	width := int64(p.Width / time.Second)
-	start := time.Unix(p.Now.Unix()/width*width, 0).UTC()
-	if n := len(parts); n > 0 && parts[n-1].To.After(start) {
-		start = parts[n-1].To
-	}
 	var res EnsureResult
-	end := p.Now.Add(p.Ahead)
-	for lo := start; !lo.After(end); lo = lo.Add(p.Width) {
-		hi := lo.Add(p.Width)
-		var ok bool
-		if err := s.pool.QueryRow(ctx, `SELECT redrive_create_partitions($1, $2)`, lo, hi).Scan(&ok); err != nil {
-			return res, fmt.Errorf("create partitions from %s: %w", lo.Format(time.DateOnly), err)
+	for _, f := range []struct {
+		parent, create   string
+		created, skipped *[]Partition
+	}{
+		{"failure_records", "redrive_create_partitions", &res.Created, &res.Skipped},
+		{"audit_log", "redrive_create_log_partitions", &res.LogCreated, &res.LogSkipped},
+	} {
+		parts, err := s.periods(ctx, f.parent)
+		if err != nil {
+			return res, err
 		}
-		part := Partition{Name: "p" + lo.Format("20060102"), From: lo, To: hi}
-		if ok {
-			res.Created = append(res.Created, part)
-		} else {
-			res.Skipped = append(res.Skipped, part)
+		width := int64(p.Width / time.Second)
+		start := time.Unix(p.Now.Unix()/width*width, 0).UTC()
+		if n := len(parts); n > 0 && parts[n-1].To.After(start) {
+			start = parts[n-1].To
+		}
+		end := p.Now.Add(p.Ahead)
+		for lo := start; !lo.After(end); lo = lo.Add(p.Width) {
+			hi := lo.Add(p.Width)
+			var ok bool
+			if err := s.pool.QueryRow(ctx, `SELECT `+f.create+`($1, $2)`, lo, hi).Scan(&ok); err != nil {
+				return res, fmt.Errorf("create partitions of %s from %s: %w", f.parent, lo.Format(time.DateOnly), err)
+			}
+			part := Partition{Name: "p" + lo.Format("20060102"), From: lo, To: hi}
+			if ok {
+				*f.created = append(*f.created, part)
+			} else {
+				*f.skipped = append(*f.skipped, part)
+			}
 		}
 	}
+	return res, nil
+}
+
+// LogRetentionParams are the parameters of DropExpiredLogPartitions.
+type LogRetentionParams struct {
+	// Now is the current time.
+	Now time.Time
+	// Age is the age at which audit entries and the items of finished jobs expire: a period
+	// whose whole range is older is dropped. It must be positive.
+	Age time.Duration
+	// Limit bounds the rows of the default partitions deleted in one run. Defaults to 10000.
+	Limit int
+	// LockTimeout bounds the wait for the locks that dropping a partition takes. Defaults to
+	// 5s; a period that cannot be locked in time is left for the next run.
+	LockTimeout time.Duration
+}
+
+// DroppedLogPeriod says what DropExpiredLogPartitions did with one period.
+type DroppedLogPeriod struct {
+	Partition
+	// Entries and Items count the audit entries and job items dropped; Jobs the finished jobs
+	// of the period deleted with their items.
+	Entries, Items, Jobs int64
+	// Waiting is set when the period was kept because a job created in it is not finished
+	// (PREVIEW, RUNNING or PAUSED): its items stay until it is.
+	Waiting bool
+}
+
+// LogRetention is what DropExpiredLogPartitions did.
+type LogRetention struct {
+	Periods []DroppedLogPeriod
+	// DefaultEntries counts the expired audit entries deleted from the default partition;
+	// DefaultJobs the finished jobs deleted whose items were there.
+	DefaultEntries, DefaultJobs int64
+}
+
+// DropExpiredLogPartitions drops the periods of the audit log and the job items whose whole
+// range is older than p.Age, oldest first, with the finished (DONE or CANCELED) jobs created in
+// them: nothing about a job that is not finished is lost, since a period where one was created
+// waits (DroppedLogPeriod.Waiting). It then deletes, up to p.Limit each, the expired entries of
+// the audit log's default partition and the finished expired jobs whose items are in the job
+// items' default partition. Each period goes in one transaction, which holds ACCESS EXCLUSIVE
+// locks on audit_log and job_items for the drops only.
+func (s *Store) DropExpiredLogPartitions(ctx context.Context, p LogRetentionParams) (LogRetention, error) {
+	var res LogRetention
+	if p.Age <= 0 {
+		return res, errors.New("drop expired log partitions: the age must be positive")
+	}
+	if p.LockTimeout <= 0 {
+		p.LockTimeout = 5 * time.Second
+	}
+	if p.Limit <= 0 {
+		p.Limit = 10000
+	}
+	cutoff := p.Now.Add(-p.Age)
+	parts, err := s.LogPartitions(ctx)
+	if err != nil {
+		return res, err
+	}
+	for _, part := range parts {
+		if part.To.After(cutoff) {
+			break
+		}
+		d := DroppedLogPeriod{Partition: part}
+		audit := pgx.Identifier{"audit_log_" + part.Name}.Sanitize()
+		items := pgx.Identifier{"job_items_" + part.Name}.Sanitize()
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", p.LockTimeout.Milliseconds())); err != nil {
+				return err
+			}
+			// The jobs' rows first: an operator's change of one of them meanwhile waits.
+			rows, err := tx.Query(ctx, `SELECT state FROM jobs WHERE created_at >= $1 AND created_at < $2 FOR UPDATE`, part.From, part.To)
+			if err != nil {
+				return fmt.Errorf("jobs of %s: %w", part.Name, err)
+			}
+			states, err := pgx.CollectRows(rows, pgx.RowTo[JobState])
+			if err != nil {
+				return fmt.Errorf("jobs of %s: %w", part.Name, err)
+			}
+			for _, st := range states {
+				d.Waiting = d.Waiting || (st != JobDone && st != JobCanceled)
+			}
+			if d.Waiting {
+				return nil
+			}
+			if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+audit+`), (SELECT count(*) FROM `+items+`)`).
+				Scan(&d.Entries, &d.Items); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `LOCK TABLE audit_log, job_items IN ACCESS EXCLUSIVE MODE`); err != nil {
+				return fmt.Errorf("lock the log tables: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `DROP TABLE `+audit+`, `+items); err != nil {
+				return fmt.Errorf("drop %s: %w", part.Name, err)
+			}
+			ct, err := tx.Exec(ctx, `DELETE FROM jobs WHERE created_at >= $1 AND created_at < $2`, part.From, part.To)
+			d.Jobs = ct.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("drop expired log partition %s: %w", part.Name, err)
+		}
+		res.Periods = append(res.Periods, d)
+	}
+	ct, err := s.pool.Exec(ctx, `DELETE FROM audit_log_default WHERE ctid = ANY(ARRAY(
+		SELECT ctid FROM audit_log_default WHERE at < $1 LIMIT $2))`, cutoff, p.Limit)
+	if err != nil {
+		return res, fmt.Errorf("delete expired audit entries: %w", err)
+	}
+	res.DefaultEntries = ct.RowsAffected()
+	ct, err = s.pool.Exec(ctx, `DELETE FROM jobs WHERE id IN (
+		SELECT j.id FROM jobs j WHERE j.created_at < $1 AND j.state IN ('DONE', 'CANCELED')
+			AND EXISTS (SELECT 1 FROM job_items_default i WHERE i.job_id = j.id)
+		LIMIT $2)`, cutoff, p.Limit)
+	if err != nil {
+		return res, fmt.Errorf("delete expired jobs: %w", err)
+	}
+	res.DefaultJobs = ct.RowsAffected()
 	return res, nil
 }
 

@@ -318,19 +318,27 @@ func (s *Store) AttemptChain(ctx context.Context, causingMessage string, limit i
 	return out, nil
 }
 
-// FailureAudit returns the audit entries of the failure with id, oldest first, at most limit.
+// FailureAudit returns the audit entries of the failure with id, oldest first, at most limit:
+// its own, and those of the job batches that acted on it (one entry per batch, shown for each
+// of its items, with the item's outcome).
 func (s *Store) FailureAudit(ctx context.Context, id uuid.UUID, limit int) ([]AuditEntry, error) {
+	// A job's batch writes one entry; each item it acted on names it (job_items.audit_id).
 	rows, err := s.pool.Query(ctx, `
-		SELECT id, failure_id, group_id, action, principal, reason, details, at
-		FROM audit_log WHERE failure_id = $1 ORDER BY at, id LIMIT $2`, id, limit)
+		SELECT id, failure_id, group_id, action, principal, reason, details, at, 0::bigint AS seq
+		FROM audit_log WHERE failure_id = $1
+		UNION ALL
+		SELECT a.id, i.failure_id, a.group_id, a.action, a.principal, a.reason, `+batchItemDetailsSQL+`, a.at, i.seq
+		FROM job_items i JOIN audit_log a ON a.id = i.audit_id AND a.at = i.done_at AND a.job_id = i.job_id
+		WHERE i.failure_id = $1 AND i.audit_id IS NOT NULL
+		ORDER BY at, id, seq LIMIT $2`, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("failure audit: %w", err)
 	}
-	out, err := scanAudit(rows)
+	out, err := scanAuditSeq(rows)
 	if err != nil {
 		return nil, fmt.Errorf("failure audit: %w", err)
 	}
-	return out, nil
+	return stripSeq(out), nil
 }
 
 func scanAudit(rows pgx.Rows) ([]AuditEntry, error) {

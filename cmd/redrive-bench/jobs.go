@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/redrive/redrive"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -35,6 +38,9 @@ func benchJobs(ctx context.Context, args []string) error {
 		partitions = fs.Int("partitions", 6, "partitions of the benchmark topics")
 		runs       = fs.Int("runs", 3, "runs; each retries -n fresh failures and sends -n plain records")
 		batch      = fs.Int("batch", 1000, "items a job acts on and records at once")
+		follow     = fs.Bool("follow-chains", true, "let the job follow the ordering chains of the failures it resends (jobs.ChainFollower), as in production; false measures the job without that look-up")
+		traceSQL   = fs.Bool("trace-sql", false, "print, per statement, the calls and their time while each job ran")
+		cpuProfile = fs.String("cpuprofile", "", "write a CPU profile of this process over the jobs' runs to this file")
 		dbURL      = scratchServerFlag(fs)
 	)
 	if err := fs.Parse(args); err != nil {
@@ -43,7 +49,13 @@ func benchJobs(ctx context.Context, args []string) error {
 	if *n <= 0 || *runs <= 0 || *valueSize < 0 || *partitions <= 0 || *batch <= 0 {
 		return errors.New("-n, -runs, -batch and -partitions must be positive, -value-size not negative")
 	}
-	pool, drop, err := scratchDatabase(ctx, *dbURL)
+	var trace *sqlTrace
+	var tracer pgx.QueryTracer
+	if *traceSQL {
+		trace = newSQLTrace()
+		tracer = trace
+	}
+	pool, drop, err := scratchDatabaseTraced(ctx, *dbURL, 0, tracer)
 	if err != nil {
 		return err
 	}
@@ -75,7 +87,11 @@ func benchJobs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner, err := jobs.New(jobs.Config{Store: st, Publisher: sched.Resender(), Owner: "bench", PollInterval: 20 * time.Millisecond,
+	var pub jobs.Publisher = sched.Resender()
+	if !*follow {
+		pub = struct{ jobs.Publisher }{pub} // hides the ChainFollower
+	}
+	runner, err := jobs.New(jobs.Config{Store: st, Publisher: pub, Owner: "bench", PollInterval: 20 * time.Millisecond,
 		BatchSize: *batch, Logger: discard})
 	if err != nil {
 		return err
@@ -85,8 +101,8 @@ func benchJobs(ctx context.Context, args []string) error {
 	go func() { runnerDone <- runner.Run(rctx) }()
 	defer func() { stopRunner(); <-runnerDone }()
 
-	fmt.Printf("jobs benchmark: a retry job over %d stored failures of %d bytes, 3 stored headers, %d partitions, batch %d\n",
-		*n, *valueSize, *partitions, *batch)
+	fmt.Printf("jobs benchmark: a retry job over %d stored failures of %d bytes, 3 stored headers, %d partitions, batch %d, following chains: %t\n",
+		*n, *valueSize, *partitions, *batch, *follow)
 	fmt.Println("job: records/s from the start until the job is DONE (every record acknowledged, every outcome recorded)")
 	fmt.Println("cpu: CPU time per record of this process (producer, in-process broker) while the plain producer ran,")
 	fmt.Println("     and per item of the database's backends and of this process while the job ran")
@@ -100,9 +116,39 @@ func benchJobs(ctx context.Context, args []string) error {
 			return err
 		}
 		plainCPU = resendCPU(ctx, pool).self - plainCPU
-		res, err := benchJobRun(ctx, pool, st, core, *n, *valueSize, r)
+		// The first run's job is traced and profiled, from its start until it is DONE.
+		var profiled *os.File
+		onStart := func() error {
+			if r != 1 {
+				return nil
+			}
+			if trace != nil {
+				trace.start()
+			}
+			if *cpuProfile != "" {
+				f, err := os.Create(*cpuProfile)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					_ = f.Close()
+					return err
+				}
+				profiled = f
+			}
+			return nil
+		}
+		res, err := benchJobRun(ctx, pool, st, core, *n, *valueSize, r, onStart)
+		if profiled != nil {
+			pprof.StopCPUProfile()
+			_ = profiled.Close()
+		}
 		if err != nil {
 			return err
+		}
+		if trace != nil && r == 1 {
+			defer trace.report(*n)
+			trace.stop()
 		}
 		pr, jr := float64(*n)/plain.Seconds(), float64(*n)/res.took.Seconds()
 		plains, jobs, ratios = append(plains, pr), append(jobs, jr), append(ratios, jr/pr)
@@ -126,7 +172,7 @@ type jobRun struct {
 // the time from the start until the job is DONE, the longest time its progress (the count of
 // items acted on, polled every 50 ms) did not change while it ran, and the CPU time consumed
 // meanwhile by the database's backends and by this process.
-func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core *operator.Core, n, valueSize, run int) (jobRun, error) {
+func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core *operator.Core, n, valueSize, run int, onStart func() error) (jobRun, error) {
 	label := fmt.Sprintf("j%d", run)
 	if err := resendInsertDue(ctx, pool, "bench-job", label, n, valueSize, 24*time.Hour); err != nil {
 		return jobRun{}, err
@@ -142,6 +188,9 @@ func benchJobRun(ctx context.Context, pool *pgxpool.Pool, st *store.Store, core 
 	}
 	if p.Job.Total != int64(n) {
 		return jobRun{}, fmt.Errorf("the preview pinned %d failures, want %d", p.Job.Total, n)
+	}
+	if err := onStart(); err != nil {
+		return jobRun{}, err
 	}
 	start := time.Now()
 	cpu0 := resendCPU(ctx, pool)

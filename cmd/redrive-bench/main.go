@@ -61,6 +61,12 @@ func scratchDatabase(ctx context.Context, serverURL string) (*pgxpool.Pool, func
 // scratchDatabaseAt is scratchDatabase with the migrations applied up to version (all of them
 // when version is 0).
 func scratchDatabaseAt(ctx context.Context, serverURL string, version int64) (*pgxpool.Pool, func(), error) {
+	return scratchDatabaseTraced(ctx, serverURL, version, nil)
+}
+
+// scratchDatabaseTraced is scratchDatabaseAt whose pool's connections report every statement
+// to tracer (when not nil).
+func scratchDatabaseTraced(ctx context.Context, serverURL string, version int64, tracer pgx.QueryTracer) (*pgxpool.Pool, func(), error) {
 	admin, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", serverURL, err)
@@ -109,6 +115,9 @@ func scratchDatabaseAt(ctx context.Context, serverURL string, version int64) (*p
 	}
 	if !strings.Contains(serverURL, "pool_max_conns") {
 		pcfg.MaxConns = 16
+	}
+	if tracer != nil {
+		pcfg.ConnConfig.Tracer = tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {

@@ -40,6 +40,7 @@ type operatorConfig struct {
 	HousekeepingInterval time.Duration
 	ResolvedRetention    time.Duration
 	PermanentRetention   time.Duration
+	AuditRetention       time.Duration
 
 	APITokens         string
 	APITokenFile      string
@@ -97,6 +98,7 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 	hkInterval := ef.Duration("housekeeping-interval", "REDRIVE_HOUSEKEEPING_INTERVAL", 10*time.Minute, "time between two housekeeping runs; 0 disables housekeeping on this instance")
 	resolved := ef.Duration("retention-resolved", "REDRIVE_RETENTION_RESOLVED", 30*24*time.Hour, "age at which RESENT and CLOSED failures are deleted")
 	permanent := ef.Duration("retention-permanent", "REDRIVE_RETENTION_PERMANENT", 180*24*time.Hour, "age at which PERMANENT failures are deleted")
+	audit := ef.Duration("retention-audit", "REDRIVE_RETENTION_AUDIT", 0, "age at which weeks of the audit log and of finished jobs' items are dropped; 0 keeps them")
 	tokens := ef.String("api-tokens", "REDRIVE_API_TOKENS", "", "bearer tokens, comma-separated name:role:secret (role viewer, operator or admin; secret in plain text or sha256:<hex>)")
 	tokenFile := ef.String("api-token-file", "REDRIVE_API_TOKEN_FILE", "", "file of bearer tokens, one name:role:secret per line")
 	proxies := ef.String("api-trusted-proxies", "REDRIVE_API_TRUSTED_PROXIES", "", "addresses (IP or CIDR, comma-separated) of authenticating proxies whose user headers are believed")
@@ -151,7 +153,8 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 			ServiceName: *serviceName, ResendInterval: *interval, ResendBatch: *batch, ResendConcurrency: *concurrency,
 			ResendPartition: *partition, RetryBase: *retryBase, RetryMax: *retryMax, RetryMaxAttempts: *retryAttempts,
 			ManualRate: *manualRate, HousekeepingInterval: *hkInterval, ResolvedRetention: *resolved, PermanentRetention: *permanent,
-			APITokens: *tokens, APITokenFile: *tokenFile, TrustedProxies: *proxies, ProxyUserHeader: *userHeader,
+			AuditRetention: *audit,
+			APITokens:      *tokens, APITokenFile: *tokenFile, TrustedProxies: *proxies, ProxyUserHeader: *userHeader,
 			ProxyGroupsHeader: *groupsHeader, ProxyRoles: *proxyRoles, InsecureNoAuth: *insecure,
 			UISessionKey: *sessionKey, UISecureCookies: *secure,
 		}
@@ -191,6 +194,9 @@ func defineOperatorFlags(ef *envFlags) func() (operatorConfig, []error) {
 		}
 		if c.PermanentRetention < time.Hour {
 			bad("retention-permanent", "is %s, want at least 1h", c.PermanentRetention)
+		}
+		if c.AuditRetention != 0 && c.AuditRetention < 24*time.Hour {
+			bad("retention-audit", "is %s, want 0 (keep) or at least 24h", c.AuditRetention)
 		}
 		if c.UISessionKey != "" {
 			if k, err := hex.DecodeString(c.UISessionKey); err != nil || len(k) < 32 {
@@ -289,7 +295,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	// An interval of 0 in the flags disables the part on this instance.
 	hk := resend.HousekeepingConfig{
 		Disable: oc.HousekeepingInterval == 0, Interval: oc.HousekeepingInterval,
-		ResolvedAge: oc.ResolvedRetention, PermanentAge: oc.PermanentRetention,
+		ResolvedAge: oc.ResolvedRetention, PermanentAge: oc.PermanentRetention, AuditAge: oc.AuditRetention,
 	}
 	rcfg := resend.Config{
 		Store: s.store, Brokers: s.cfg.KafkaBootstrap, Producer: s.cfg.KafkaConfig, ServiceName: oc.ServiceName,
