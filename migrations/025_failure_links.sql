@@ -13,7 +13,7 @@ CREATE TABLE failure_links (
     CONSTRAINT failure_links_pkey PRIMARY KEY (failure_id)
 );
 CREATE INDEX failure_links_head_idx ON failure_links (head, created_at);
-COMMENT ON TABLE failure_links IS 'One row per failure the ordering guard parked: the head it was parked behind. Written by the intake with the failure, never updated; rows of failures dropped by retention are deleted by housekeeping.';
+COMMENT ON TABLE failure_links IS 'One row per failure the ordering guard parked: the head it was parked behind. Written by the intake with the failure, never updated; a link whose failure retention dropped is ignored by every read (joined by failure_id and created_at).';
 COMMENT ON COLUMN failure_links.failure_id IS 'The parked failure (failure_records.id).';
 COMMENT ON COLUMN failure_links.created_at IS 'The parked failure''s created_at: where its record and state are.';
 COMMENT ON COLUMN failure_links.head IS 'The head''s causing message (failure_records.causing_message), or "overflow:topic/partition@offset" when the consumer''s guard overflowed (no head failure).';
@@ -55,11 +55,13 @@ CREATE TABLE chain_releases (
     head_id     uuid        NOT NULL,
     head        text        NOT NULL,
     release     boolean     NOT NULL,
+    after_offset bigint,
     principal   text        NOT NULL,
     reason      text,
     trigger     text        NOT NULL,
     details     jsonb       NOT NULL DEFAULT '{}',
     job_id      uuid,
+    job_reserved integer    NOT NULL DEFAULT 0,
     owner       text        NOT NULL,
     lease_until timestamptz NOT NULL,
     created_at  timestamptz NOT NULL,
@@ -70,9 +72,15 @@ CREATE INDEX chain_releases_lease_idx ON chain_releases (lease_until);
 COMMENT ON TABLE chain_releases IS 'Releases of ordering chains in progress: the open failures linked to head (failure_links) are resent in offset order; deleted when done.';
 COMMENT ON COLUMN chain_releases.head IS 'The resolved head''s causing message (failure_links.head).';
 COMMENT ON COLUMN chain_releases.release IS 'The head was closed with release: each resend carries the redrive-release header.';
+COMMENT ON COLUMN chain_releases.after_offset IS 'Only the followers parked at a later offset are released (a parked failure resent behind a closed head releases those after it); NULL for all.';
 COMMENT ON COLUMN chain_releases.job_id IS 'The retry job whose item the head was: each follower is recorded as an item of it.';
+COMMENT ON COLUMN chain_releases.job_reserved IS 'Followers counted in the job''s total whose item is not recorded yet: the job is not DONE before they are.';
 COMMENT ON COLUMN chain_releases.lease_until IS 'The owner holds the release until then; after it any resender finishes it.';
+-- The audit entries of a release's followers name it: the resender that finishes a release
+-- reads which followers were resent from them (written with each follower's state change).
+CREATE INDEX audit_log_release_idx ON audit_log ((details->>'release_id')) WHERE details ? 'release_id';
 
 -- +goose Down
+DROP INDEX audit_log_release_idx;
 DROP TABLE chain_releases;
 DROP TABLE failure_links;

@@ -25,9 +25,9 @@ func TestSchedulerResendsParkedFollowers(t *testing.T) {
 	head := e.insertFailure(t, row{Topic: topic, Offset: 10, Key: key, Causing: "head"})
 	// Stored out of offset order: the chain's order is the offsets'.
 	second := e.insertFailure(t, row{Topic: topic, Offset: 12, Key: key, Causing: "follower2",
-		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
+		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind, ParkedHead: "head"})
 	first := e.insertFailure(t, row{Topic: topic, Offset: 11, Key: key, Causing: "follower1",
-		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
+		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind, ParkedHead: "head"})
 	lone := e.insertFailure(t, row{Topic: topic, Offset: 13, Key: []byte("L"), Causing: "lone"})
 
 	st, err := s.round(context.Background())
@@ -81,9 +81,9 @@ func TestSchedulerChainStopsAtAFollowerNotResent(t *testing.T) {
 	head := e.insertFailure(t, row{Topic: topic, Offset: 10, Key: key, Causing: "head"})
 	first := e.insertFailure(t, row{Topic: topic, Offset: 11, Key: key, Causing: "follower1",
 		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind,
-		LeaseOwner: &owner, LeaseUntil: &until})
+		LeaseOwner: &owner, LeaseUntil: &until, ParkedHead: "head"})
 	second := e.insertFailure(t, row{Topic: topic, Offset: 12, Key: key, Causing: "follower2",
-		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind})
+		State: store.StatePermanent, Temporality: avro.Permanent, ErrorCode: avro.CodeParkedBehind, ParkedHead: "head"})
 
 	st, err := s.round(context.Background())
 	if err != nil || st.resent != 1 || st.failed != 2 {

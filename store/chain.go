@@ -185,6 +185,17 @@ func (s *Store) OpenFollowers(ctx context.Context, head string, limit int) ([]Pa
 // query for all ids, so that a batch of resends without chains pays little for the check.
 // The order of ids is kept.
 func (s *Store) WithParkedFollowers(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	return s.chainCandidates(ctx, ids, false)
+}
+
+// ChainCandidates returns those of ids that WithParkedFollowers returns and those that are
+// parked themselves (a parked failure resent behind a closed head releases those after it):
+// the failures whose action may release a chain. The order of ids is kept.
+func (s *Store) ChainCandidates(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	return s.chainCandidates(ctx, ids, true)
+}
+
+func (s *Store) chainCandidates(ctx context.Context, ids []uuid.UUID, parked bool) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -192,9 +203,10 @@ func (s *Store) WithParkedFollowers(ctx context.Context, ids []uuid.UUID) ([]uui
 		SELECT h.id
 		FROM failures h
 		WHERE h.id = ANY($1::uuid[])
-		  AND EXISTS (
+		  AND (EXISTS (
 		    SELECT 1 FROM failure_links l JOIN failures f ON f.id = l.failure_id AND f.created_at = l.created_at
-		    WHERE l.head = h.causing_message AND f.state IN ('RETRY_PENDING', 'PERMANENT'))`, ids)
+		    WHERE l.head = h.causing_message AND f.state IN ('RETRY_PENDING', 'PERMANENT'))
+		  OR $2 AND EXISTS (SELECT 1 FROM failure_links l WHERE l.failure_id = h.id))`, ids, parked)
 	if err != nil {
 		return nil, fmt.Errorf("parked followers: %w", err)
 	}
@@ -272,9 +284,12 @@ type ChainRelease struct {
 	HeadID uuid.UUID
 	Head   string
 	// Release says each resend carries avro.HeaderRelease = Head (the head was closed).
-	Release   bool
-	Principal string
-	Reason    string
+	Release bool
+	// AfterOffset, when set, limits the followers to those parked at a later offset (a parked
+	// failure resent behind a closed head releases those after it).
+	AfterOffset *int64
+	Principal   string
+	Reason      string
 	// Trigger is "auto" (the scheduler) or "manual".
 	Trigger string
 	Details map[string]any
@@ -285,12 +300,12 @@ type ChainRelease struct {
 	CreatedAt  time.Time
 }
 
-const chainReleaseColumns = `id, head_id, head, release, principal, coalesce(reason, ''), trigger, details, job_id, owner, lease_until, created_at`
+const chainReleaseColumns = `c.id, c.head_id, c.head, c.release, c.after_offset, c.principal, coalesce(c.reason, ''), c.trigger, c.details, c.job_id, c.owner, c.lease_until, c.created_at`
 
 func scanChainRelease(r pgx.Row) (ChainRelease, error) {
 	var c ChainRelease
 	var details []byte
-	err := r.Scan(&c.ID, &c.HeadID, &c.Head, &c.Release, &c.Principal, &c.Reason, &c.Trigger, &details, &c.JobID, &c.Owner, &c.LeaseUntil, &c.CreatedAt)
+	err := r.Scan(&c.ID, &c.HeadID, &c.Head, &c.Release, &c.AfterOffset, &c.Principal, &c.Reason, &c.Trigger, &details, &c.JobID, &c.Owner, &c.LeaseUntil, &c.CreatedAt)
 	if err == nil && len(details) > 0 {
 		err = json.Unmarshal(details, &c.Details)
 	}
@@ -298,19 +313,35 @@ func scanChainRelease(r pgx.Row) (ChainRelease, error) {
 }
 
 // StartChainRelease records c (its ID, Owner, LeaseUntil and CreatedAt set by the caller)
-// before the first follower is sent.
-func (s *Store) StartChainRelease(ctx context.Context, c ChainRelease) error {
-	details, err := json.Marshal(c.Details)
-	if err != nil {
-		return fmt.Errorf("chain release details: %w", err)
+// before the first of its followers is sent. With c.JobID the followers count in the job's
+// total from now on, so that the job is not DONE before their outcomes are recorded
+// (AddChainJobItems).
+func (s *Store) StartChainRelease(ctx context.Context, c ChainRelease, followers int) error {
+	details := []byte("{}")
+	if c.Details != nil {
+		var err error
+		if details, err = json.Marshal(c.Details); err != nil {
+			return fmt.Errorf("chain release details: %w", err)
+		}
 	}
-	if c.Details == nil {
-		details = []byte("{}")
+	reserved := 0
+	if c.JobID != nil {
+		reserved = followers
 	}
-	_, err = s.pool.Exec(ctx, `
-		INSERT INTO chain_releases (id, head_id, head, release, principal, reason, trigger, details, job_id, owner, lease_until, created_at)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8, $9, $10, $11, $12)`,
-		c.ID, c.HeadID, c.Head, c.Release, c.Principal, c.Reason, c.Trigger, details, c.JobID, c.Owner, c.LeaseUntil, c.CreatedAt)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if reserved > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE jobs SET total = total + $2 WHERE id = $1`, *c.JobID, reserved); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO chain_releases (id, head_id, head, release, principal, reason, trigger, details, job_id, owner, lease_until,
+				created_at, after_offset, job_reserved)
+			VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8, $9, $10, $11, $12, $13, $14)`,
+			c.ID, c.HeadID, c.Head, c.Release, c.Principal, c.Reason, c.Trigger, details, c.JobID, c.Owner, c.LeaseUntil,
+			c.CreatedAt, c.AfterOffset, reserved)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("start chain release: %w", err)
 	}
@@ -330,12 +361,39 @@ func (s *Store) RenewChainRelease(ctx context.Context, id uuid.UUID, owner strin
 	return nil
 }
 
-// EndChainRelease deletes owner's release with id: every follower has its outcome.
-func (s *Store) EndChainRelease(ctx context.Context, id uuid.UUID, owner string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM chain_releases WHERE id = $1 AND owner = $2`, id, owner); err != nil {
+// EndChainRelease deletes owner's release with id: every follower has its outcome. The
+// followers its job's total counted whose item was not recorded (no longer parked behind the
+// head when the release was finished) leave the total, and the job is DONE when every item has
+// its outcome.
+func (s *Store) EndChainRelease(ctx context.Context, id uuid.UUID, owner string, at time.Time) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var job *uuid.UUID
+		var reserved int
+		err := tx.QueryRow(ctx, `DELETE FROM chain_releases WHERE id = $1 AND owner = $2 RETURNING job_id, job_reserved`, id, owner).Scan(&job, &reserved)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil || job == nil || reserved == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE jobs SET total = total - $2, updated_at = $3`+
+			jobDoneSet("done + skipped + failed", "total - $2", "$3")+` WHERE id = $1`, *job, reserved, at)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("end chain release: %w", err)
 	}
 	return nil
+}
+
+// jobDoneSet returns the SET clauses that make a RUNNING or PAUSED job DONE once every item
+// has its outcome, for an UPDATE of jobs that sets its outcome count to outcomes and its total
+// to total (SQL expressions over the old row); at is the time's placeholder.
+func jobDoneSet(outcomes, total, at string) string {
+	full := "state IN ('RUNNING', 'PAUSED') AND " + outcomes + " >= " + total
+	return `,
+	state = CASE WHEN ` + full + ` THEN 'DONE' ELSE state END,
+	finished_at = CASE WHEN ` + full + ` THEN ` + at + `::timestamptz ELSE finished_at END`
 }
 
 // ClaimChainReleases takes over, for owner until leaseUntil, up to limit releases whose lease
@@ -346,7 +404,7 @@ func (s *Store) ClaimChainReleases(ctx context.Context, owner string, now, lease
 		UPDATE chain_releases c SET owner = $1, lease_until = $3
 		FROM (SELECT id FROM chain_releases WHERE lease_until < $2 ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) d
 		WHERE c.id = d.id
-		RETURNING `+prefixed("c.", chainReleaseColumns), owner, now, leaseUntil, limit)
+		RETURNING `+chainReleaseColumns, owner, now, leaseUntil, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim chain releases: %w", err)
 	}
@@ -392,12 +450,14 @@ type ChainJobItem struct {
 	Detail  string
 }
 
-// AddChainJobItems adds items to the job with jobID as items with their outcomes, after its
-// last item, and counts them in its total and outcome counts, in one statement: a follower is
-// one item of the job, counted exactly once. A failure that is an item of the job already
-// (pinned with its head, or added by an earlier release) is not added again, and counts
-// nothing. It returns how many were added.
-func (s *Store) AddChainJobItems(ctx context.Context, jobID uuid.UUID, items []ChainJobItem, at time.Time) (int, error) {
+// AddChainJobItems records items, followers that the release with releaseID sent for the
+// job with jobID, as items of the job with their outcomes, after its last item, and counts
+// them, in one transaction: a follower is one item of the job, counted exactly once. A
+// failure that is an item of the job already (pinned with its head, or recorded before) is
+// not added again and counts nothing. The followers the release counted in the job's total
+// (StartChainRelease) are taken from it; any beyond are added to the total. The job is DONE
+// once every item has its outcome. It returns how many items were added.
+func (s *Store) AddChainJobItems(ctx context.Context, releaseID, jobID uuid.UUID, items []ChainJobItem, at time.Time) (int, error) {
 	if len(items) == 0 {
 		return 0, nil
 	}
@@ -413,7 +473,7 @@ func (s *Store) AddChainJobItems(ctx context.Context, jobID uuid.UUID, items []C
 	}
 	var added int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// The job's row lock orders this with the job's other writes of its counts.
+		// The job's row lock orders this with the job's other writes of its items and counts.
 		var last int64
 		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT max(seq) FROM job_items WHERE job_id = $1), 0) FROM jobs WHERE id = $1 FOR UPDATE`, jobID).Scan(&last); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -421,25 +481,69 @@ func (s *Store) AddChainJobItems(ctx context.Context, jobID uuid.UUID, items []C
 			}
 			return err
 		}
-		return tx.QueryRow(ctx, `
+		var done, skipped, failed int
+		err := tx.QueryRow(ctx, `
 			WITH r AS (
 				SELECT r.id, r.outcome, r.detail, r.ord FROM unnest($2::uuid[], $3::text[], $4::text[]) WITH ORDINALITY AS r(id, outcome, detail, ord)
 				WHERE NOT EXISTS (SELECT 1 FROM job_items i WHERE i.job_id = $1 AND i.failure_id = r.id)),
 			ins AS (
 				INSERT INTO job_items (job_id, seq, failure_id, outcome, detail, done_at)
 				SELECT $1, $5 + row_number() OVER (ORDER BY r.ord), r.id, r.outcome, r.detail, $6 FROM r
-				RETURNING outcome),
-			c AS (
-				SELECT count(*) AS total, count(*) FILTER (WHERE outcome = 'done') AS done,
-					count(*) FILTER (WHERE outcome = 'skipped') AS skipped, count(*) FILTER (WHERE outcome = 'failed') AS failed FROM ins),
-			u AS (
-				UPDATE jobs j SET total = j.total + c.total, done = j.done + c.done, skipped = j.skipped + c.skipped,
-					failed = j.failed + c.failed, updated_at = $6
-				FROM c WHERE j.id = $1 AND c.total > 0)
-			SELECT total FROM c`, jobID, ids, outcomes, details, last, at).Scan(&added)
+				RETURNING outcome)
+			SELECT count(*) FILTER (WHERE outcome = 'done'), count(*) FILTER (WHERE outcome = 'skipped'),
+				count(*) FILTER (WHERE outcome = 'failed') FROM ins`, jobID, ids, outcomes, details, last, at).Scan(&done, &skipped, &failed)
+		if err != nil {
+			return err
+		}
+		if added = done + skipped + failed; added == 0 {
+			return nil
+		}
+		var reserved int
+		err = tx.QueryRow(ctx, `
+			WITH old AS (SELECT job_reserved FROM chain_releases WHERE id = $1 FOR UPDATE)
+			UPDATE chain_releases c SET job_reserved = greatest(0, old.job_reserved - $2) FROM old WHERE c.id = $1
+			RETURNING old.job_reserved`, releaseID, added).Scan(&reserved)
+		if errors.Is(err, pgx.ErrNoRows) {
+			reserved, err = 0, nil
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE jobs SET total = total + $2, done = done + $4, skipped = skipped + $5, failed = failed + $6, updated_at = $3`+
+			jobDoneSet("done + $4 + skipped + $5 + failed + $6", "total + $2", "$3")+`
+			WHERE id = $1`, jobID, max(0, added-reserved), at, done, skipped, failed)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("add chain job items: %w", err)
 	}
 	return added, nil
+}
+
+// ParkedBehind returns the failures parked behind head (a causing message, failure_links.head),
+// whatever their state, in offset order, at most limit.
+func (s *Store) ParkedBehind(ctx context.Context, head string, limit int) ([]ParkedLink, error) {
+	out, _, err := s.chainMembers(ctx, head, false, limit)
+	return out, err
+}
+
+// ReleaseOutcomes returns the outcome (the audit entry's "outcome" detail) of each failure the
+// release with id resent or tried to, from the audit entries written with each attempt.
+func (s *Store) ReleaseOutcomes(ctx context.Context, id uuid.UUID) (map[uuid.UUID]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT DISTINCT ON (failure_id) failure_id, coalesce(details->>'outcome', '')
+		FROM audit_log WHERE details ? 'release_id' AND details->>'release_id' = $1 AND failure_id IS NOT NULL
+		ORDER BY failure_id, at DESC, id DESC`, id.String())
+	if err != nil {
+		return nil, fmt.Errorf("release outcomes: %w", err)
+	}
+	out := map[uuid.UUID]string{}
+	var fid uuid.UUID
+	var o string
+	_, err = pgx.ForEachRow(rows, []any{&fid, &o}, func() error { out[fid] = o; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("release outcomes: %w", err)
+	}
+	return out, nil
 }
