@@ -36,7 +36,7 @@ func seedChain(e *env, key string, base int64, n int) (uuid.UUID, []uuid.UUID) {
 	// Inserted in reverse: the chain is ordered by offset, not by arrival.
 	for i := n; i >= 1; i-- {
 		parked = append([]uuid.UUID{e.insert(row{Topic: "orders", Partition: 1, Offset: base + int64(i), Key: []byte(key),
-			Causing: key + "-p" + string(rune('0'+i)), ErrorCode: avro.CodeParkedBehind,
+			Causing: key + "-p" + string(rune('0'+i)), ErrorCode: avro.CodeParkedBehind, ParkedHead: "orders/1/" + key,
 			Value: []byte(key + "-p" + string(rune('0'+i)))})}, parked...)
 	}
 	return head, parked
@@ -124,7 +124,7 @@ func TestParkedChain(t *testing.T) {
 	}
 	// A record parked after its head was closed: its retry carries the release too.
 	late := e.insert(row{Topic: "orders", Partition: 1, Offset: 25, Key: []byte("k3"), Causing: "k3-late",
-		ErrorCode: avro.CodeParkedBehind, Value: []byte("k3-late")})
+		ErrorCode: avro.CodeParkedBehind, Value: []byte("k3-late"), ParkedHead: "orders/1/k3"})
 	if r = e.do("POST", "/api/v1/failures/"+late.String()+"/retry", operatorToken, nil); r.status != 200 {
 		t.Fatalf("retry of a record parked behind a closed head = %d %s", r.status, r.body)
 	}

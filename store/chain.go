@@ -547,3 +547,28 @@ func (s *Store) ReleaseOutcomes(ctx context.Context, id uuid.UUID) (map[uuid.UUI
 	}
 	return out, nil
 }
+
+// ParkedAmong returns those of ids that are parked behind the causing message of another of
+// ids: the failures that a resend of the selection releases after their head, rather than
+// sends alongside it.
+func (s *Store) ParkedAmong(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
+	out := map[uuid.UUID]bool{}
+	if len(ids) < 2 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT p.id FROM failures p JOIN failure_links l ON l.failure_id = p.id AND l.created_at = p.created_at
+		WHERE p.id = ANY($1::uuid[])
+		  AND l.head IN (SELECT h.causing_message FROM failures h WHERE h.id = ANY($1::uuid[]) AND h.causing_message <> p.causing_message)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("parked among: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("parked among: %w", err)
+	}
+	for _, id := range found {
+		out[id] = true
+	}
+	return out, nil
+}

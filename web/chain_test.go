@@ -26,7 +26,7 @@ func TestParkedChainPage(t *testing.T) {
 	var parked []uuid.UUID
 	for i, v := range []string{"p1", "p2"} {
 		parked = append(parked, testkit.InsertFailure(t, f.pool, testkit.FailureRow{Topic: "orders", Partition: 0, Offset: 101 + int64(i),
-			Key: key, Causing: "c-" + v, ErrorCode: avro.CodeParkedBehind, Value: []byte(v)}))
+			Key: key, Causing: "c-" + v, ErrorCode: avro.CodeParkedBehind, Value: []byte(v), ParkedHead: "orders/0/<100>"}))
 	}
 	op := f.client()
 	op.login(operatorToken)
@@ -62,7 +62,7 @@ func TestParkedChainPage(t *testing.T) {
 	// A record parked after the head was closed: its retry's confirmation says it carries the
 	// release.
 	late := testkit.InsertFailure(t, f.pool, testkit.FailureRow{Topic: "orders", Partition: 0, Offset: 110,
-		Key: key, Causing: "c-late", ErrorCode: avro.CodeParkedBehind, Value: []byte("late")})
+		Key: key, Causing: "c-late", ErrorCode: avro.CodeParkedBehind, Value: []byte("late"), ParkedHead: "orders/0/<100>"})
 	resp, body = op.do("POST", "/failures/confirm", url.Values{"csrf": {tok}, "action": {"retry"}, "id": {late.String()}})
 	if resp.StatusCode != 200 || !strings.Contains(body, `id="release-note">This failure is parked behind <a href="/failures/`+head.String()+`"`) {
 		t.Fatalf("confirm of a late parked failure: %d %s", resp.StatusCode, body)
