@@ -13,7 +13,7 @@ CREATE TABLE failure_links (
     CONSTRAINT failure_links_pkey PRIMARY KEY (failure_id)
 );
 CREATE INDEX failure_links_head_idx ON failure_links (head, created_at);
-COMMENT ON TABLE failure_links IS 'One row per failure the ordering guard parked: the head it was parked behind. Written by the intake with the failure, never updated; a link whose failure retention dropped is ignored by every read (joined by failure_id and created_at).';
+COMMENT ON TABLE failure_links IS 'One row per failure the ordering guard parked: the head it was parked behind. Written by the intake with the failure, never updated; a link whose failure retention dropped is ignored by every read (joined by failure_id and created_at) and deleted by housekeeping after the drop.';
 COMMENT ON COLUMN failure_links.failure_id IS 'The parked failure (failure_records.id).';
 COMMENT ON COLUMN failure_links.created_at IS 'The parked failure''s created_at: where its record and state are.';
 COMMENT ON COLUMN failure_links.head IS 'The head''s causing message (failure_records.causing_message), or "overflow:topic/partition@offset" when the consumer''s guard overflowed (no head failure).';

@@ -572,3 +572,16 @@ func (s *Store) ParkedAmong(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID
 	}
 	return out, nil
 }
+
+// DeleteOrphanLinks deletes the links (failure_links) of failures stored before before that
+// are gone (retention dropped their partition), and returns how many it deleted.
+func (s *Store) DeleteOrphanLinks(ctx context.Context, before time.Time) (int64, error) {
+	ct, err := s.pool.Exec(ctx, `
+		DELETE FROM failure_links l
+		WHERE l.created_at < $1
+		  AND NOT EXISTS (SELECT 1 FROM failure_states f WHERE f.id = l.failure_id AND f.created_at = l.created_at)`, before)
+	if err != nil {
+		return 0, fmt.Errorf("delete orphan links: %w", err)
+	}
+	return ct.RowsAffected(), nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -119,5 +120,27 @@ func TestWithParkedFollowers(t *testing.T) {
 	}
 	if got, err := s.WithParkedFollowers(ctx, nil); err != nil || got != nil {
 		t.Errorf("no ids: %v %v", got, err)
+	}
+}
+
+// DeleteOrphanLinks deletes the links whose failure is gone, stored before the cutoff, and
+// keeps the others.
+func TestDeleteOrphanLinks(t *testing.T) {
+	t.Parallel()
+	s, pool := fixtureStore(t)
+	ctx := context.Background()
+	old := time.Now().Add(-48 * time.Hour)
+	kept := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "orphan", Key: []byte("K"), ErrorCode: avro.CodeParkedBehind,
+		ParkedHead: "H", CreatedAt: old})
+	if _, err := pool.Exec(ctx, `INSERT INTO failure_links (failure_id, created_at, head) VALUES ($1, $2, 'H'), ($3, now(), 'H')`,
+		uuid.New(), old, uuid.New()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DeleteOrphanLinks(ctx, time.Now().Add(-time.Hour)); err != nil || n != 1 {
+		t.Fatalf("deleted %d (%v), want the one old orphan", n, err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM failure_links WHERE failure_id = $1`, kept).Scan(&left); err != nil || left != 1 {
+		t.Errorf("the link of a stored failure: %d (%v), want kept", left, err)
 	}
 }
