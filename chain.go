@@ -2,7 +2,7 @@ package redrive
 
 import "github.com/google/uuid"
 
-// MaxParkedChain bounds the failures of one key and partition that ParkedChain reads.
+// MaxParkedChain bounds the failures parked behind one head that ParkedChain reads.
 const MaxParkedChain = 1000
 
 // ParkedLink is one member of an ordering guard's chain: the latest failure of one causing
@@ -22,13 +22,15 @@ type ParkedLink struct {
 // head a parked failure waits for, and the failures parked behind a head.
 type ParkedChain struct {
 	// Head is the failure the chain waits for; nil when the failure is not parked, or is
-	// parked with no head stored (e.g. the guard overflowed).
+	// parked behind a head that is not stored (e.g. the guard overflowed).
 	Head *ParkedLink
-	// Parked are the failures parked behind the head (the failure itself when it is the head),
-	// in original offset order.
+	// HeadRef is the head's causing message as the parked failures name it (failure_links.head):
+	// the head's CausingMessage, or the guard's overflow marker when Head is nil.
+	HeadRef string
+	// Parked are the failures parked behind the head, in original offset order.
 	Parked []ParkedLink
-	// Truncated says that the key has more than MaxParkedChain failures on its partition: the
-	// chain was derived from the latest of them (by offset).
+	// Truncated says that more than MaxParkedChain failures are parked behind the head:
+	// Parked has the first of them by offset.
 	Truncated bool
 }
 
@@ -41,7 +43,7 @@ func (c ParkedChain) IsZero() bool { return c.Head == nil && len(c.Parked) == 0 
 func (c ParkedChain) Open() []ParkedLink {
 	var out []ParkedLink
 	for _, l := range c.Parked {
-		if l.State == StateRetryPending || l.State == StatePermanent {
+		if l.State.Resendable() {
 			out = append(out, l)
 		}
 	}

@@ -115,6 +115,11 @@ type bulkResponse struct {
 	Counts map[redrive.Outcome]int `json:"counts"`
 	// Errors lists every item whose outcome is not the action's success.
 	Errors []itemJSON `json:"errors"`
+	// ParkedCounts counts the outcomes of the failures parked behind the heads acted on that
+	// were released after them (not of the selection); left out when there are none.
+	ParkedCounts map[operator.Outcome]int `json:"parked_counts,omitempty"`
+	// ParkedErrors lists those of them that were not resent.
+	ParkedErrors []itemJSON `json:"parked_errors,omitempty"`
 }
 
 // retryBulk serves POST /failures/retry.
@@ -152,8 +157,17 @@ func (a *api) actBulk(w http.ResponseWriter, r *http.Request, act operator.Actio
 			resp.Errors = append(resp.Errors, newItemJSON(o))
 		}
 	}
+	for _, o := range res.Parked {
+		if resp.ParkedCounts == nil {
+			resp.ParkedCounts = map[operator.Outcome]int{}
+		}
+		resp.ParkedCounts[o.Outcome]++
+		if o.Outcome != operator.OutcomeResent {
+			resp.ParkedErrors = append(resp.ParkedErrors, newItemJSON(o))
+		}
+	}
 	status := http.StatusOK
-	if len(resp.Errors) > 0 && !res.DryRun {
+	if (len(resp.Errors) > 0 || len(resp.ParkedErrors) > 0) && !res.DryRun {
 		status = http.StatusMultiStatus
 	}
 	writeJSON(w, status, resp)

@@ -1,6 +1,10 @@
 package api_test
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +41,7 @@ func seedChain(e *env, key string, base int64, n int) (uuid.UUID, []uuid.UUID) {
 	// Inserted in reverse: the chain is ordered by offset, not by arrival.
 	for i := n; i >= 1; i-- {
 		parked = append([]uuid.UUID{e.insert(row{Topic: "orders", Partition: 1, Offset: base + int64(i), Key: []byte(key),
-			Causing: key + "-p" + string(rune('0'+i)), ErrorCode: avro.CodeParkedBehind,
+			Causing: key + "-p" + string(rune('0'+i)), ErrorCode: avro.CodeParkedBehind, ParkedHead: "orders/1/" + key,
 			Value: []byte(key + "-p" + string(rune('0'+i)))})}, parked...)
 	}
 	return head, parked
@@ -125,7 +129,7 @@ func TestParkedChain(t *testing.T) {
 	}
 	// A record parked after its head was closed: its retry carries the release too.
 	late := e.insert(row{Topic: "orders", Partition: 1, Offset: 25, Key: []byte("k3"), Causing: "k3-late",
-		ErrorCode: avro.CodeParkedBehind, Value: []byte("k3-late")})
+		ErrorCode: avro.CodeParkedBehind, Value: []byte("k3-late"), ParkedHead: "orders/1/k3"})
 	if r = e.do("POST", "/api/v1/failures/"+late.String()+"/retry", operatorToken, nil); r.status != 200 {
 		t.Fatalf("retry of a record parked behind a closed head = %d %s", r.status, r.body)
 	}
@@ -152,4 +156,91 @@ func headerOf(hs []kafka.Header, name string) string {
 		}
 	}
 	return v
+}
+
+// A bulk retry follows the ordering chains of the heads it resends: by ids, with a follower
+// of one head in the selection too, every follower is resent once, after its head, in offset
+// order; the follower of the selection counts in counts, the others in parked_counts.
+func TestBulkRetryFollowsChains(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	h1, p1 := seedChain(e, "b1", 10, 2)
+	h2, p2 := seedChain(e, "b2", 20, 1)
+	var out struct {
+		Matched      int            `json:"matched"`
+		Counts       map[string]int `json:"counts"`
+		ParkedCounts map[string]int `json:"parked_counts"`
+	}
+	body := `{"ids": ["` + p1[1].String() + `", "` + h1.String() + `", "` + h2.String() + `"], "reason": "fixed"}`
+	r := e.do("POST", "/api/v1/failures/retry", operatorToken, body)
+	r.json(t, &out)
+	if r.status != 200 || out.Matched != 3 || out.Counts["resent"] != 3 || out.ParkedCounts["resent"] != 2 {
+		t.Fatalf("bulk retry = %d %s", r.status, r.body)
+	}
+	for _, id := range append(append([]uuid.UUID{h1, h2}, p1...), p2...) {
+		if st := e.state(id); st != redrive.StateResent {
+			t.Errorf("%s after the bulk retry: %s", id, st)
+		}
+	}
+	checkChainOrder(t, e.cluster.ConsumeN(t, "orders", 5, 30*time.Second), map[string][]string{
+		"b1": {"b1-head", "b1-p1", "b1-p2"}, "b2": {"b2-head", "b2-p1"}})
+}
+
+// A retry of a group (a bulk retry by filter) follows the chains of the group's heads: their
+// followers, of another group, are resent once each, after their head, in offset order.
+func TestGroupRetryFollowsChains(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	h1, p1 := seedChain(e, "g1", 10, 2)
+	_, p2 := seedChain(e, "g2", 20, 2)
+	var group int64
+	if err := e.pool.QueryRow(context.Background(), `SELECT group_id FROM failures WHERE id = $1`, h1).Scan(&group); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Matched      int            `json:"matched"`
+		Counts       map[string]int `json:"counts"`
+		ParkedCounts map[string]int `json:"parked_counts"`
+	}
+	r := e.do("POST", "/api/v1/failures/retry", operatorToken, fmt.Sprintf(`{"filter": {"group_id": %d}, "reason": "fixed"}`, group))
+	r.json(t, &out)
+	if r.status != 200 || out.Matched != 2 || out.Counts["resent"] != 2 || out.ParkedCounts["resent"] != 4 {
+		t.Fatalf("group retry = %d %s", r.status, r.body)
+	}
+	for _, id := range append(p1, p2...) {
+		if st := e.state(id); st != redrive.StateResent {
+			t.Errorf("follower %s after the group retry: %s", id, st)
+		}
+	}
+	checkChainOrder(t, e.cluster.ConsumeN(t, "orders", 6, 30*time.Second), map[string][]string{
+		"g1": {"g1-head", "g1-p1", "g1-p2"}, "g2": {"g2-head", "g2-p1", "g2-p2"}})
+	if got := e.cluster.EndOffsets("orders"); sum(got) != 6 {
+		t.Errorf("%d records on the topic, want 6 (each once)", sum(got))
+	}
+}
+
+func sum(m map[int32]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// checkChainOrder checks that the records of each key (by the value's prefix before "-")
+// arrived in the order want gives, each once.
+func checkChainOrder(t *testing.T, msgs []*kafka.Message, want map[string][]string) {
+	t.Helper()
+	got := map[string][]string{}
+	for _, m := range msgs {
+		v := string(m.Value)
+		if i := strings.IndexByte(v, '-'); i > 0 {
+			got[v[:i]] = append(got[v[:i]], v)
+		}
+	}
+	for k, w := range want {
+		if !slices.Equal(got[k], w) {
+			t.Errorf("records of %s: %v, want %v", k, got[k], w)
+		}
+	}
 }

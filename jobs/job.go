@@ -40,6 +40,8 @@ type jobRun struct {
 
 	mu   sync.Mutex
 	mine map[int64]bool // claims this run took or took over and has not settled
+	// limiter is the job's one rate limiter: its batches and the followers of its heads.
+	limiter *rate.Limiter
 }
 
 func newJobRun(r *Runner, ctx context.Context, job *redrive.Job) *jobRun {
@@ -131,6 +133,7 @@ func (j *jobRun) heartbeat(stop context.CancelFunc) {
 func (j *jobRun) run() {
 	size := j.batchSize()
 	limiter := rate.NewLimiter(rate.Limit(j.job.RateLimit), size)
+	j.limiter = limiter
 	var (
 		wg       sync.WaitGroup
 		failed   atomic.Bool // a batch failed: stop, the job is claimed again later
@@ -392,6 +395,9 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 			out = append(out, s)
 		}
 	}
+	// The acknowledged heads' followers first: they count in the job's total before the
+	// heads' outcomes could make it DONE.
+	j.followChains(ctx, out)
 	entry, item := j.audit()
 	job, err := j.r.store.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: j.job.ID, JobCreatedAt: j.job.CreatedAt, ClaimID: b.ClaimID, Sends: out,
 		At: j.r.cfg.Now(), Audit: entry, Item: item})
@@ -406,40 +412,11 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 	if j.r.abandon("after settle", callHook(j.r.cfg.Hooks.AfterSettle, ctx, b)) {
 		return false
 	}
-	j.followChains(ctx, out)
 	if job.State == redrive.JobDone {
 		j.log.Info("jobs: job finished", "done", job.Done, "skipped", job.Skipped, "failed", job.Failed)
 	}
 	// Records the publisher did not send (it shut down) stay pending: stop claiming more.
 	return len(out) == len(sends)
-}
-
-// followChains has the publisher resend, after the heads of ordering chains among the
-// batch's acknowledged records, the failures parked behind them (ChainFollower). Only a retry
-// job follows chains: a resend_to job sends to another topic, where no guard waits.
-func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend) {
-	f, ok := j.r.cfg.Publisher.(ChainFollower)
-	if !ok || j.job.Action != actionRetry {
-		return
-	}
-	var acked []uuid.UUID
-	for _, s := range sends {
-		if s.Acked {
-			acked = append(acked, s.FailureID)
-		}
-	}
-	if len(acked) == 0 {
-		return
-	}
-	var reason string
-	if j.job.Reason != nil {
-		reason = *j.job.Reason
-	}
-	resent, failed := f.FollowChains(ctx, acked, resendtype.ManualRequest{Principal: j.job.Principal, Reason: reason,
-		Details: map[string]any{"job_id": j.job.ID.String()}})
-	if resent+failed > 0 {
-		j.log.Info("jobs: failures parked behind resent heads resent", "resent", resent, "not_resent", failed)
-	}
 }
 
 // audit returns the one "retry" audit entry of a batch, with the job's id, and what the entry

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
@@ -29,17 +27,6 @@ type Publisher interface {
 	Delivered(ctx context.Context, since time.Time, records []resendtype.Tagged) (map[string]bool, error)
 	// ServiceName is this service's name, for the audit entries.
 	ServiceName() string
-}
-
-// ChainFollower is implemented by a Publisher that resends the failures an ordering guard
-// parked behind heads of chains (*resend.Resender): after a retry job's batch is settled,
-// the runner hands it the batch's acknowledged failures, and it resends, for each that heads
-// a chain, the open parked failures behind it in offset order (as an operator's retry of the
-// head does), with audit entries of req.
-type ChainFollower interface {
-	// FollowChains resends the parked followers of the heads among acked and returns how
-	// many were resent and how many were not.
-	FollowChains(ctx context.Context, acked []uuid.UUID, req resendtype.ManualRequest) (resent, failed int)
 }
 
 // Hooks are called between the steps of a retry job's batch, for fault injection in tests. A

@@ -132,9 +132,10 @@ type ActionResult struct {
 	// Items has one outcome per failure acted on, in request order; a dry run by filter
 	// only counts (Items is empty).
 	Items []ItemOutcome
-	// Parked has the outcomes of the failures parked behind a head (redrive.ParkedChain) that a
-	// retry of that one head, or its close with Release, resent after it, in offset order.
-	// They are not counted in Matched or Counts.
+	// Parked has the outcomes of the failures parked behind the heads acted on
+	// (store.ParkedChain) that a retry of the heads, or a close with Release, released after
+	// them, head by head in offset order, other than those of the selection (which are in
+	// Items). They are not counted in Matched or Counts.
 	Parked []ItemOutcome
 }
 
@@ -196,18 +197,31 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 		if req.Release {
 			details = map[string]any{"release": true}
 		}
-		// One failure of an ordering chain: the failures parked behind it follow it, in order.
-		var plan chainPlan
-		if len(ids) == 1 && req.Selection.IDs != nil && (req.Action == Retry || req.Release) {
-			if plan, err = c.planChain(actx, ids[0], req.Release); err != nil {
+		// Ordering chains: the failures parked behind a head acted on follow it, in order, once.
+		// A failure of the selection parked behind another of it is not sent alongside its head
+		// but released after it; one parked behind a CLOSED head carries the release.
+		var own resendtype.ChainPlan
+		deferred := map[uuid.UUID]bool{}
+		act := ids
+		switch {
+		case req.Action == Retry && len(ids) == 1:
+			if own, err = c.ownHeaders(actx, ids[0]); err != nil {
 				return nil, err
 			}
+		case req.Action == Retry:
+			if deferred, err = c.deferredFollowers(actx, ids); err != nil {
+				return nil, err
+			}
+			if len(deferred) > 0 {
+				act = slices.DeleteFunc(slices.Clone(ids), func(id uuid.UUID) bool { return deferred[id] })
+			}
 		}
-		if res.Items, err = c.apply(actx, req.Action, ids, req.Principal, reason, details, "", plan.Headers()); err != nil {
+		if res.Items, err = c.apply(actx, req.Action, act, req.Principal, reason, details, "", own.Headers()); err != nil {
 			return nil, err
 		}
-		if len(res.Items) == 1 && res.Items[0].Outcome == req.Action.Success() {
-			res.Parked = c.resendParked(actx, plan, req.Principal, reason)
+		if req.Action == Retry || req.Release {
+			followers := c.followChains(actx, req.Action, req.Release, res.Items, req.Principal, reason, details)
+			res.Items, res.Parked = mergeFollowers(ids, res.Items, followers, deferred)
 		}
 	}
 	for _, it := range res.Items {

@@ -25,59 +25,91 @@ func (c *Core) ParkedChain(ctx context.Context, id uuid.UUID) (redrive.ParkedCha
 	return ch, nil
 }
 
-// chainPlan is what an action on one failure of an ordering chain sends after it.
-type chainPlan = resendtype.ChainPlan
-
-// planChain returns what follows an action on the failure with id, read before the action
-// (resendtype.PlanChain). A failure that does not exist plans nothing (the action reports it).
-func (c *Core) planChain(ctx context.Context, id uuid.UUID, release bool) (chainPlan, error) {
+// ownHeaders returns the headers of the resend of the one failure with id: the release, when
+// it is parked behind a CLOSED head (resendtype.PlanChain), read before the resend. A failure
+// that does not exist adds nothing (the action reports it).
+func (c *Core) ownHeaders(ctx context.Context, id uuid.UUID) (resendtype.ChainPlan, error) {
 	qctx, cancel := c.queryContext(ctx)
 	defer cancel()
 	ch, err := c.store.ParkedChain(qctx, id)
 	if errors.Is(err, redrive.ErrNotFound) {
-		return chainPlan{}, nil
+		return resendtype.ChainPlan{}, nil
 	}
 	if err != nil {
-		return chainPlan{}, fmt.Errorf("ordering chain: %w", err)
+		return resendtype.ChainPlan{}, fmt.Errorf("ordering chain: %w", err)
 	}
-	return resendtype.PlanChain(ch, id, release), nil
+	return resendtype.PlanChain(ch, id, false), nil
 }
 
-// resendParked resends the failures p.Follow, one at a time in offset order, after the
-// action on the chain's first failure succeeded. Each waits for the broker's acknowledgement
-// of the one before, so that they reach the partition in order; with p.Release each carries
-// avro.HeaderRelease = the head's causing message, which resolves the head at the
-// consumer's ordering guard. The first that is not resent stops the rest (they keep their
-// state and are reported failed): sending them on would break the order.
-func (c *Core) resendParked(ctx context.Context, p chainPlan, principal, reason string) []ItemOutcome {
-	if len(p.Follow) == 0 {
+// deferredFollowers returns those of ids that a retry of ids releases after their head
+// (store.ParkedAmong) instead of resending them alongside it.
+func (c *Core) deferredFollowers(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
+	qctx, cancel := c.queryContext(ctx)
+	defer cancel()
+	d, err := c.store.ParkedAmong(qctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("ordering chains: %w", err)
+	}
+	return d, nil
+}
+
+// followChains has the resender release the ordering chains of the failures of items that
+// the action succeeded on (Resender.FollowChains): after a resend (or a close with release)
+// of a head, the open failures parked behind it, one at a time in offset order. It returns
+// their outcomes in that order; a failure it cannot ask about is logged (its followers keep
+// their state).
+func (c *Core) followChains(ctx context.Context, act Action, release bool, items []ItemOutcome, principal, reason string, details map[string]any) []ItemOutcome {
+	var heads []uuid.UUID
+	for _, it := range items {
+		if it.Outcome == act.Success() {
+			heads = append(heads, it.ID)
+		}
+	}
+	if len(heads) == 0 {
 		return nil
 	}
-	req := resendtype.ManualRequest{Principal: principal, Reason: reason,
-		Details: map[string]any{"ordering_chain": true, "release": p.Release != ""}, Headers: p.FollowHeaders()}
-	out := make([]ItemOutcome, 0, len(p.Follow))
-	for i, l := range p.Follow {
-		res, err := c.cfg.Resender.ResendIDs(ctx, []uuid.UUID{l.ID}, req)
-		if err == nil && len(res.Items) != 1 {
-			err = fmt.Errorf("resend of one id answered %d outcomes", len(res.Items))
-		}
-		if err != nil {
-			c.log.Error("operator: resending a parked failure failed", "id", l.ID, "error", err)
-			for _, rest := range p.Follow[i:] {
-				out = append(out, ItemOutcome{ID: rest.ID, Outcome: redrive.OutcomeFailed, Before: rest.State, After: rest.State,
-					Detail: "not resent: internal error; the server log has the details"})
-			}
-			return out
-		}
-		o := resendOutcome(res.Items[0])
-		out = append(out, o)
-		if o.Outcome != redrive.OutcomeResent {
-			for _, rest := range p.Follow[i+1:] {
-				out = append(out, ItemOutcome{ID: rest.ID, Outcome: redrive.OutcomeFailed, Before: rest.State, After: rest.State,
-					Detail: "not resent: the parked failure before it was not resent, and order must be kept"})
-			}
-			return out
+	followed, err := c.cfg.Resender.FollowChains(ctx, resendtype.ChainRequest{Heads: heads, Release: release,
+		Request: resendtype.ManualRequest{Principal: principal, Reason: reason, Details: details}})
+	if err != nil {
+		c.log.Error("operator: the ordering chains of the failures acted on were not released; their parked failures keep their state",
+			"action", act, "heads", len(heads), "error", err)
+		return nil
+	}
+	var out []ItemOutcome
+	for _, f := range followed {
+		for _, it := range f.Items {
+			out = append(out, resendOutcome(it))
 		}
 	}
 	return out
+}
+
+// mergeFollowers puts the outcomes of followers that were in the action's selection (deferred)
+// in items at their place in ids, and returns the other followers' outcomes. A deferred
+// failure that no release reached (its head was not resent) is failed, not attempted.
+func mergeFollowers(ids []uuid.UUID, items, followers []ItemOutcome, deferred map[uuid.UUID]bool) (merged, others []ItemOutcome) {
+	if len(deferred) == 0 {
+		return items, followers
+	}
+	by := make(map[uuid.UUID]ItemOutcome, len(items)+len(deferred))
+	for _, it := range items {
+		by[it.ID] = it
+	}
+	for _, f := range followers {
+		if deferred[f.ID] {
+			by[f.ID] = f
+		} else {
+			others = append(others, f)
+		}
+	}
+	merged = make([]ItemOutcome, 0, len(ids))
+	for _, id := range ids {
+		it, ok := by[id]
+		if !ok {
+			it = ItemOutcome{ID: id, Outcome: OutcomeFailed,
+				Detail: "not attempted: it is parked behind a failure of the selection that was not resent, and order must be kept"}
+		}
+		merged = append(merged, it)
+	}
+	return merged, others
 }

@@ -19,8 +19,8 @@ func TestReleaseRefusalsAndChain(t *testing.T) {
 	t.Parallel()
 	c, s := newCore(t, nil)
 	pool := s.Pool()
-	head := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "chain", Offset: 1, Key: []byte("K"), ErrorCode: "X"})
-	parked := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "chain", Offset: 2, Key: []byte("K"), ErrorCode: avro.CodeParkedBehind})
+	head := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "chain", Offset: 1, Key: []byte("K"), ErrorCode: "X", Causing: "H"})
+	parked := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "chain", Offset: 2, Key: []byte("K"), ErrorCode: avro.CodeParkedBehind, ParkedHead: "H"})
 	ctx := context.Background()
 	f := redrive.Filter{Topic: "chain"}
 	for name, req := range map[string]operator.ActionRequest{

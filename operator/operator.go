@@ -98,6 +98,10 @@ type Resender interface {
 	ResendRevision(ctx context.Context, id uuid.UUID, rev resendtype.Revision, req resendtype.ManualRequest) (resendtype.ItemResult, error)
 	// MaxIDs is the most ids one ResendIDs call accepts.
 	MaxIDs() int
+	// FollowChains releases the ordering chains of failures whose action succeeded: the open
+	// failures parked behind each head, one at a time in offset order, after it
+	// (resendtype.ChainRequest). It wraps resendtype.ErrClosed when the resender is shut down.
+	FollowChains(ctx context.Context, req resendtype.ChainRequest) ([]resendtype.ChainFollowed, error)
 }
 
 // Core serves the operators' use cases. It is safe for concurrent use.

@@ -110,6 +110,10 @@ type Config struct {
 	// Housekeeping configures the deletion of old failures.
 	Housekeeping HousekeepingConfig
 
+	// ChainHooks are called while an ordering chain is released, for fault injection in
+	// tests.
+	ChainHooks ChainHooks
+
 	// Logger receives the scheduler's logs. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Registerer registers the metrics. Defaults to none: metrics are kept but not exported.

@@ -128,6 +128,9 @@ type row struct {
 	// LeaseOwner that holds it until LeaseUntil.
 	LeaseOwner *string
 	LeaseUntil *time.Time
+	// ParkedHead, when set, links the failure to the head it is parked behind (a causing
+	// message), as the intake does for a parked record's MPFE.
+	ParkedHead string
 }
 
 // insertFailure inserts r (with its group) and returns its id.
@@ -200,6 +203,12 @@ func (e *env) insertFailure(t *testing.T, r row) uuid.UUID {
 		groupID, r.CreatedAt, r.UpdatedAt, r.ResentAt, r.ClosedAt, closedReason).Scan(&id)
 	if err != nil {
 		t.Fatalf("insert failure: %v", err)
+	}
+	if r.ParkedHead != "" {
+		if _, err := e.pool.Exec(ctx, `INSERT INTO failure_links (failure_id, created_at, head) VALUES ($1, $2, $3)`,
+			id, r.CreatedAt, r.ParkedHead); err != nil {
+			t.Fatalf("insert failure link: %v", err)
+		}
 	}
 	if r.LeaseOwner != nil && r.LeaseUntil != nil {
 		testkit.InsertClaim(t, e.pool, *r.LeaseOwner, *r.LeaseUntil, id)

@@ -85,6 +85,16 @@ func (s *Scheduler) housekeep(ctx context.Context) (HousekeepingResult, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// The links of the ordering chains' parked failures that went with the dropped periods.
+	if len(dropped) > 0 {
+		before := dropped[0].To
+		for _, d := range dropped {
+			before = later(before, d.To)
+		}
+		if _, err := s.store.DeleteOrphanLinks(ctx, before); err != nil {
+			errs = append(errs, err)
+		}
+	}
 
 	jobs := []struct {
 		state redrive.State
@@ -139,4 +149,12 @@ func (s *Scheduler) housekeep(ctx context.Context) (HousekeepingResult, error) {
 		errs = append(errs, ctx.Err())
 	}
 	return res, errors.Join(errs...)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -163,7 +163,7 @@ func (r *Resender) Delivered(ctx context.Context, since time.Time, records []res
 		case *kafka.Message:
 			tp := ev.TopicPartition
 			for _, h := range ev.Headers {
-				if h.Key == resendtype.HeaderJobItem && want[string(h.Value)] {
+				if (h.Key == resendtype.HeaderJobItem || h.Key == resendtype.HeaderReleaseItem) && want[string(h.Value)] {
 					found[string(h.Value)] = true
 				}
 			}

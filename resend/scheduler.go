@@ -92,6 +92,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			})
 		})
 	}
+	// Releases of ordering chains that an instance's end interrupted: on every instance, with
+	// or without automatic resends.
+	wg.Go(func() {
+		every(ctx, s.cfg.Interval, func() {
+			if _, err := s.resender.ResumeChainReleases(ctx); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Error("finishing interrupted chain releases failed", "error", err)
+			}
+		})
+	})
 	if !s.cfg.Housekeeping.Disable {
 		wg.Go(func() {
 			every(ctx, s.cfg.Housekeeping.Interval, func() {

@@ -245,6 +245,9 @@ func (s *Store) ingestOnce(ctx context.Context, rows []ingestRow, next NextAttem
 		}
 		return IngestResult{}, false, err
 	}
+	if err := writeLinks(ctx, tx, rows, fresh, res.Outcomes, now); err != nil {
+		return IngestResult{}, false, err
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return IngestResult{}, false, fmt.Errorf("commit: %w", err)
 	}

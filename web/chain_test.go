@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestParkedChainPage(t *testing.T) {
 	var parked []uuid.UUID
 	for i, v := range []string{"p1", "p2"} {
 		parked = append(parked, testkit.InsertFailure(t, f.pool, testkit.FailureRow{Topic: "orders", Partition: 0, Offset: 101 + int64(i),
-			Key: key, Causing: "c-" + v, ErrorCode: avro.CodeParkedBehind, Value: []byte(v)}))
+			Key: key, Causing: "c-" + v, ErrorCode: avro.CodeParkedBehind, Value: []byte(v), ParkedHead: "orders/0/<100>"}))
 	}
 	op := f.client()
 	op.login(operatorToken)
@@ -63,7 +64,7 @@ func TestParkedChainPage(t *testing.T) {
 	// A record parked after the head was closed: its retry's confirmation says it carries the
 	// release.
 	late := testkit.InsertFailure(t, f.pool, testkit.FailureRow{Topic: "orders", Partition: 0, Offset: 110,
-		Key: key, Causing: "c-late", ErrorCode: avro.CodeParkedBehind, Value: []byte("late")})
+		Key: key, Causing: "c-late", ErrorCode: avro.CodeParkedBehind, Value: []byte("late"), ParkedHead: "orders/0/<100>"})
 	resp, body = op.do("POST", "/failures/confirm", url.Values{"csrf": {tok}, "action": {"retry"}, "id": {late.String()}})
 	if resp.StatusCode != 200 || !strings.Contains(body, `id="release-note">This failure is parked behind <a href="/failures/`+head.String()+`"`) {
 		t.Fatalf("confirm of a late parked failure: %d %s", resp.StatusCode, body)
@@ -78,6 +79,45 @@ func TestParkedChainPage(t *testing.T) {
 		}
 		if string(msgs[i].Value) != want || release != "orders/0/<100>" {
 			t.Errorf("resend %d: %q with release %q", i, msgs[i].Value, release)
+		}
+	}
+}
+
+// A retry of several failures from the list follows the chains of the heads among them: the
+// failures parked behind them are resent after their heads, in offset order, and the result
+// page counts them.
+func TestBulkRetryPageFollowsChains(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, fixtureOptions{resend: true})
+	var heads, parked []uuid.UUID
+	for _, k := range []string{"a", "b"} {
+		heads = append(heads, testkit.InsertFailure(t, f.pool, testkit.FailureRow{Topic: "orders", Partition: 0, Offset: 100, Key: []byte(k),
+			Causing: "head-" + k, ErrorCode: "PROCESSING_FAILED", Value: []byte(k + "-head")}))
+		parked = append(parked, testkit.InsertFailure(t, f.pool, testkit.FailureRow{Topic: "orders", Partition: 0, Offset: 101, Key: []byte(k),
+			Causing: "p-" + k, ErrorCode: avro.CodeParkedBehind, Value: []byte(k + "-p1"), ParkedHead: "head-" + k}))
+	}
+	op := f.client()
+	op.login(operatorToken)
+	tok := op.csrf("/failures")
+	resp, _ := op.do("POST", "/failures/retry", url.Values{"csrf": {tok}, "id": {heads[0].String(), heads[1].String()}, "reason": {"fixed"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("bulk retry: %d", resp.StatusCode)
+	}
+	if _, body := op.do("GET", resp.Header.Get("Location"), nil); !strings.Contains(body, `<strong id="parked-count">2</strong> parked behind them`) {
+		t.Errorf("result page: %s", body)
+	}
+	for _, id := range append(heads, parked...) {
+		if st := f.state(id); st != redrive.StateResent {
+			t.Errorf("%s: %s, want RESENT", id, st)
+		}
+	}
+	got := map[string][]string{}
+	for _, m := range f.kafka.ConsumeN(t, "orders", 4, 30*time.Second) {
+		got[string(m.Key)] = append(got[string(m.Key)], string(m.Value))
+	}
+	for _, k := range []string{"a", "b"} {
+		if want := []string{k + "-head", k + "-p1"}; !slices.Equal(got[k], want) {
+			t.Errorf("records of %s: %v, want %v", k, got[k], want)
 		}
 	}
 }

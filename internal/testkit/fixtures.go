@@ -42,6 +42,9 @@ type FailureRow struct {
 	LeaseUntil *time.Time
 	// ClosedReason is the reason of a CLOSED row. Defaults to "fixture".
 	ClosedReason string
+	// ParkedHead, when set, links the failure to the head it was parked behind (a causing
+	// message, as the intake stores the redrive-parked-head entry of a parked record's MPFE).
+	ParkedHead string
 }
 
 var fixtureOffset atomic.Int64
@@ -123,6 +126,12 @@ func InsertFailure(t testing.TB, pool *pgxpool.Pool, r FailureRow) uuid.UUID {
 		reason, groupID, r.CreatedAt)
 	if err != nil {
 		t.Fatalf("testkit: insert failure: %v", err)
+	}
+	if r.ParkedHead != "" {
+		if _, err := pool.Exec(ctx, `INSERT INTO failure_links (failure_id, created_at, head) VALUES ($1, $2, $3)`,
+			id, r.CreatedAt, r.ParkedHead); err != nil {
+			t.Fatalf("testkit: insert failure link: %v", err)
+		}
 	}
 	if r.LeaseUntil != nil {
 		InsertClaim(t, pool, "fixture", *r.LeaseUntil, id)

@@ -1,6 +1,8 @@
 package resendtype
 
 import (
+	"context"
+
 	"github.com/google/uuid"
 	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/avro"
@@ -60,9 +62,10 @@ func PlanChain(ch redrive.ParkedChain, id uuid.UUID, release bool) ChainPlan {
 		return p
 	case !release && ch.Head.State == redrive.StateClosed:
 		p.Release, p.Own = ch.Head.CausingMessage, true
+		// The failure's place in the chain, whatever its state (read before or after its resend).
 		after := false
-		for _, l := range ch.Open() {
-			if after {
+		for _, l := range ch.Parked {
+			if after && l.State.Resendable() {
 				p.Follow = append(p.Follow, l)
 			}
 			after = after || l.ID == id
@@ -71,3 +74,43 @@ func PlanChain(ch redrive.ParkedChain, id uuid.UUID, release bool) ChainPlan {
 	}
 	return ChainPlan{}
 }
+
+// HeaderReleaseItem names, on a record resent as a follower of an ordering chain's head, the
+// release it was sent for: "<release id>/<failure id>". A resender that finishes a release
+// that another instance's end interrupted looks for it on the topic to learn which follower
+// reached the broker, so that it never sends one twice.
+const HeaderReleaseItem = "redrive-release-item"
+
+// ChainRequest asks a resender to release the ordering chains of failures whose action
+// succeeded: for each that heads a chain (store.ParkedChain), its open parked failures are
+// resent one at a time in offset order, after it, each once the broker acknowledged the one
+// before (PlanChain).
+type ChainRequest struct {
+	// Heads are the failures acted on successfully (resent and acknowledged, or closed), in
+	// the order of the action.
+	Heads []uuid.UUID
+	// Release says the heads were closed with release: each follower carries
+	// avro.HeaderRelease.
+	Release bool
+	// Request is who asks and why; its Details go to every follower's audit entry.
+	Request ManualRequest
+	// JobID, when set, names the retry job the heads were items of: each follower is recorded
+	// as an item of the job too, with its outcome.
+	JobID *uuid.UUID
+	// Wait, when set, is called before each follower is sent (a job's rate limiter); an error
+	// stops the chain there (the rest keep their state). When nil, the resender's manual rate
+	// limit applies to manual requests.
+	Wait func(ctx context.Context) error
+}
+
+// ChainFollowed is what became of the followers of one head.
+type ChainFollowed struct {
+	Head uuid.UUID
+	// Items has one outcome per follower, in offset order. Followers after one that was not
+	// resent are OutcomeFailed with an Error saying they were not attempted.
+	Items []ItemResult
+}
+
+// NotAttemptedInOrder is the Error of a follower not sent because the one before it was not
+// resent: sending it on would break the key's order.
+const NotAttemptedInOrder = "not attempted: the parked failure before it was not resent, and order must be kept"
