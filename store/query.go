@@ -185,21 +185,23 @@ type querier interface {
 // such a statement for its parameters costs more than running it (2–25 ms against under 1 ms
 // for a page, with ten partitions, more under load). The generic plan, made once per connection
 // and statement, prunes the partitions when it runs; for the plain criteria its shape is the
-// same. The search criteria keep their custom plans: how many rows a header, a text or a trace
-// id matches decides which index serves them.
+// same. The criteria whose match count depends on their value keep their custom plans: how
+// many rows a key prefix, a header, a text or a payload matches decides which index serves
+// them.
 func (s *Store) searchQuery(ctx context.Context, f *Filter, fn func(querier) error) error {
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var set []string
+		// A page is at most MaxListLimit rows: parallel workers never pay for their start
+		// (tens of milliseconds on a busy server), and the planner picks them for a search whose
+		// rows it cannot estimate.
+		set := []string{"SET LOCAL max_parallel_workers_per_gather = 0"}
 		if f.genericPlan() {
 			set = append(set, "SET LOCAL plan_cache_mode = force_generic_plan")
 		}
 		if f.Payload != nil {
 			set = append(set, fmt.Sprintf("SET LOCAL statement_timeout = %d", PayloadTimeout.Milliseconds()))
 		}
-		if len(set) > 0 {
-			if _, err := tx.Exec(ctx, strings.Join(set, "; ")); err != nil {
-				return err
-			}
+		if _, err := tx.Exec(ctx, strings.Join(set, "; ")); err != nil {
+			return err
 		}
 		return fn(tx)
 	})
