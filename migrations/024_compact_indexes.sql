@@ -15,6 +15,10 @@
 --     (the store adds source_format <> 'mpfe' to a filter without mpfe, store/filter.go).
 --   failure_records_trace_id_idx indexed the trace id as 32 characters of text: as a uuid it
 --     takes 16 bytes (the filter compares redrive_trace_id(...)::uuid, store/filter.go).
+--   failure_records_event_id_idx and failure_records_causing_idx held each event id and causing
+--     message (mostly a UUID as text, 36 characters) in a btree; every search of them is an
+--     equality (a list's filter, the attempt chain, the intake's count of earlier attempts), which
+--     a hash index answers from a 4-byte hash code per failure (the row then confirms the text).
 --
 -- Each index is built while the records are locked against writes (SHARE): stop the intake
 -- while it runs (docs/operations.md gives its time per million failures).
@@ -31,6 +35,11 @@ DROP INDEX failure_records_trace_id_idx;
 CREATE INDEX failure_records_trace_id_idx ON failure_records ((redrive_trace_id(header_names, header_values)::uuid))
     WHERE redrive_trace_id(header_names, header_values) IS NOT NULL;
 
+DROP INDEX failure_records_event_id_idx;
+CREATE INDEX failure_records_event_id_idx ON failure_records USING hash (event_id);
+DROP INDEX failure_records_causing_idx;
+CREATE INDEX failure_records_causing_idx ON failure_records USING hash (causing_message);
+
 -- Header arrays and keys longer than the TOAST threshold are compressed with lz4 (the value and
 -- the error texts are since migration 020), faster than pglz at a similar ratio.
 ALTER TABLE failure_records ALTER COLUMN header_values SET COMPRESSION lz4;
@@ -39,6 +48,10 @@ ALTER TABLE failure_records ALTER COLUMN original_key SET COMPRESSION lz4;
 -- +goose Down
 ALTER TABLE failure_records ALTER COLUMN original_key SET COMPRESSION default;
 ALTER TABLE failure_records ALTER COLUMN header_values SET COMPRESSION default;
+DROP INDEX failure_records_causing_idx;
+CREATE INDEX failure_records_causing_idx ON failure_records (causing_message, attempt);
+DROP INDEX failure_records_event_id_idx;
+CREATE INDEX failure_records_event_id_idx ON failure_records (event_id);
 DROP INDEX failure_records_trace_id_idx;
 CREATE INDEX failure_records_trace_id_idx ON failure_records (redrive_trace_id(header_names, header_values))
     WHERE redrive_trace_id(header_names, header_values) IS NOT NULL;
