@@ -147,6 +147,13 @@ func (f *Filter) countSource() string {
 	return "failures"
 }
 
+// stateDriven reports whether a list of the failures that f selects is best found in the
+// states alone: every criterion is a column of the states (countSource) and one of them is a
+// state, a group or a ticket, which the indexes of the states order by created_at.
+func (f *Filter) stateDriven() bool {
+	return f.countSource() == "failure_states" && (len(f.States) > 0 || f.GroupID != 0 || f.Ticket != "" || f.NoTicket)
+}
+
 // IsZero reports whether f selects every failure.
 func (f *Filter) IsZero() bool {
 	return len(f.States) == 0 && len(f.Temporalities) == 0 && f.Topic == "" && f.PublisherSystem == "" &&

@@ -136,9 +136,19 @@ func listSQL(p *ListParams) (string, sqlArgs, error) {
 	if p.After != nil {
 		conds = append(conds, fmt.Sprintf("(f.created_at, f.id) %s (%s, %s)", cmp, args.add(p.After.CreatedAt), args.add(p.After.ID)))
 	}
-	q := "SELECT " + summaryColumns + " FROM failures f" + whereClause(conds) +
-		fmt.Sprintf(" ORDER BY f.created_at %s, f.id %s LIMIT %s", dir, dir, args.add(p.Limit+1))
-	return q, args, nil
+	// The limit is a literal, not a parameter: the generic plan of a statement whose limit it
+	// does not know expects a tenth of the rows and joins every record with its state (13 s
+	// for a page at 1,000,000 failures, against 1 ms for the plan that reads the first rows).
+	order := fmt.Sprintf(" ORDER BY f.created_at %s, f.id %s LIMIT %d", dir, dir, p.Limit+1)
+	if p.Filter.stateDriven() {
+		// The page is found in failure_states alone, in the order of its own index (state or
+		// group, then created_at), and only its rows are joined with their records: the view
+		// joins the state on a range of created_at (migration 020), so an order by the
+		// record's created_at cannot be read from an index of the states.
+		return "SELECT " + summaryColumns + " FROM failures f JOIN (SELECT f.id, f.created_at FROM failure_states f" +
+			whereClause(conds) + order + ") p ON f.created_at = p.created_at AND f.id = p.id" + order, args, nil
+	}
+	return "SELECT " + summaryColumns + " FROM failures f" + whereClause(conds) + order, args, nil
 }
 
 // ListFailures returns one page of the failures that p selects, in p.Order, and whether more
