@@ -196,8 +196,8 @@ type querier interface {
 // for a page, with ten partitions, more under load). The generic plan, made once per connection
 // and statement, prunes the partitions when it runs; for the plain criteria its shape is the
 // same. The criteria whose match count depends on their value keep their custom plans: how
-// many rows a key prefix, a header, a text or a payload matches decides which index serves
-// them.
+// many rows a key prefix, a trace id, a header, a text or a payload matches decides which
+// index serves them.
 func (s *Store) searchQuery(ctx context.Context, f *Filter, fn func(querier) error) error {
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		// A page is at most MaxListLimit rows: parallel workers never pay for their start
