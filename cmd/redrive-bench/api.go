@@ -99,7 +99,7 @@ func benchAPI(ctx context.Context, args []string) error {
 		return err
 	}
 	const token = "bench-token-0123456789abcdef"
-	tokens, err := auth.ParseTokens("bench:viewer:" + token)
+	tokens, err := auth.ParseTokens("bench:viewer+payload:" + token)
 	if err != nil {
 		return err
 	}

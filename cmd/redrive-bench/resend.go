@@ -288,6 +288,9 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 	resent := func() int {
 		return counter("redrive_resend_total", map[string]string{"trigger": resend.TriggerAuto, "outcome": string(redrive.OutcomeResent)})
 	}
+	// Every 5 ms: gathering the registry every millisecond took 41 % of this process's CPU
+	// during the resend (a CPU profile of 2026-12-02), CPU that the scheduler being measured
+	// shares and the plain producer did not.
 	wait := func(count func() int, want int) error {
 		deadline := time.Now().Add(5 * time.Minute)
 		for count() < want {
@@ -297,7 +300,7 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(time.Millisecond):
+			case <-time.After(5 * time.Millisecond):
 			}
 		}
 		return nil
