@@ -46,8 +46,14 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
 	f.Add([]byte("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"))
 	f.Add([]byte{})
+	f.Add([]byte("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"))
+	f.Add([]byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sc, ok := Parse(b)
+		ref, refOK := extract(b)
+		if ok != refOK || (ok && !sc.Equal(ref)) {
+			t.Fatalf("Parse(%q) = %v %v, the propagator says %v %v", b, sc, ok, ref, refOK)
+		}
 		if !ok {
 			return
 		}
