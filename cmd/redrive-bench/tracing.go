@@ -14,6 +14,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -29,11 +30,17 @@ func init() { commands["tracing"] = benchTracing }
 // resendTracerProvider, when set, is the TracerProvider of the next resendScheduler.
 var resendTracerProvider trace.TracerProvider
 
-// countingExporter counts the spans the batch span processor hands it and drops them.
-type countingExporter struct{ spans atomic.Int64 }
+// countingExporter counts the spans the batch span processor hands it (and those with an
+// error status: failed sends) and drops them.
+type countingExporter struct{ spans, failed atomic.Int64 }
 
 func (e *countingExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
 	e.spans.Add(int64(len(spans)))
+	for _, s := range spans {
+		if s.Status().Code == codes.Error {
+			e.failed.Add(1)
+		}
+	}
 	return nil
 }
 func (*countingExporter) Shutdown(context.Context) error { return nil }
@@ -145,7 +152,8 @@ func benchTracing(ctx context.Context, args []string) error {
 					return err
 				}
 				rate := float64(*n) / res.acked.Seconds()
-				fmt.Printf("run %d resend tracing %-3s %8.0f rec/s acked (%8.0f marked)  %6d spans\n", r, label, rate, float64(*n)/res.marked.Seconds(), exp.spans.Load())
+				fmt.Printf("run %d resend tracing %-3s %8.0f rec/s acked (%8.0f marked)  %6d spans, %d of failed sends\n",
+					r, label, rate, float64(*n)/res.marked.Seconds(), exp.spans.Load(), exp.failed.Load())
 				if on {
 					resendOn = append(resendOn, rate)
 				} else {
