@@ -100,15 +100,6 @@ func benchTracing(ctx context.Context, args []string) error {
 	for i := range records {
 		records[i] = intakeBenchRecord{key: []byte("key-" + strconv.Itoa(i)), value: encoded[i]}
 	}
-	var resendBootstrap string
-	if doResend {
-		cluster, addrs, err := startCluster(map[string]int{"bench-resend": *partitions})
-		if err != nil {
-			return err
-		}
-		defer cluster.Close()
-		resendBootstrap = addrs
-	}
 
 	fmt.Printf("tracing benchmark: %d records of %d bytes, %d partitions, intake batch %d and %d writers, resend batch %d and concurrency %d, %d runs\n",
 		*n, *valueSize, *partitions, *batch, *writers, *resendBatch, *concurrency, *runs)
@@ -142,9 +133,16 @@ func benchTracing(ctx context.Context, args []string) error {
 					tr = telemetry.NewWithExporter(exp)
 					resendTracerProvider = tr.TracerProvider()
 				}
-				res, err := resendScheduler(ctx, pool, st, resendBootstrap, "bench-resend", *n, *valueSize, 1000+seq, *resendBatch, *concurrency, false,
+				// A fresh cluster per measurement, as for the intake: a kfake cluster left idle
+				// through the other phase's measurements fails sends when it is used again.
+				cluster, bootstrap, err := startCluster(map[string]int{"bench-resend": *partitions})
+				if err != nil {
+					return err
+				}
+				res, err := resendScheduler(ctx, pool, st, bootstrap, "bench-resend", *n, *valueSize, 1000+seq, *resendBatch, *concurrency, false,
 					func() (time.Duration, error) { return time.Nanosecond, nil })
 				resendTracerProvider = nil
+				cluster.Close()
 				if err != nil {
 					return err
 				}
@@ -228,7 +226,7 @@ func tracingIntake(ctx context.Context, pool *pgxpool.Pool, st *store.Store, rec
 			<-done
 			return 0, 0, fmt.Errorf("intake: %d of %d records committed after 5 minutes", committed, len(records))
 		}
-		time.Sleep(2 * time.Millisecond) // polling the group's commits
+		time.Sleep(10 * time.Millisecond) // polling the group's commits (each look takes the broker's lock)
 	}
 	elapsed := time.Since(start)
 	cancel()
