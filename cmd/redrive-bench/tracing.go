@@ -47,7 +47,9 @@ func (*countingExporter) Shutdown(context.Context) error { return nil }
 
 // benchTracing measures the intake and the resend with tracing off and on (every span sampled,
 // exported through the batch span processor to an exporter that drops them), side by side in
-// each run, alternating which goes first: records/s of each and the ratio on/off.
+// each run, alternating which goes first: records/s of each and the ratio on/off. Measure one
+// phase per process (-phases): after the intake phase, the resend in the same process failed
+// two thirds of its sends, on both sides alike (docs/benchmarks.md).
 func benchTracing(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("tracing", flag.ContinueOnError)
 	var (
