@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/internal/clip"
@@ -53,6 +54,9 @@ type Config struct {
 	// Sessions are the UI's server-side sessions that admins list (GET /sessions) and revoke
 	// (DELETE /sessions/{id}). Defaults to none: the list is empty.
 	Sessions *auth.Sessions
+	// TracerProvider, when set, traces every request with a span named by its route pattern
+	// (docs/operations.md, Tracing). Defaults to none: no spans.
+	TracerProvider trace.TracerProvider
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -109,7 +113,7 @@ func New(cfg Config) (http.Handler, error) {
 // routes builds the router. Every route is listed in openapi.json (a test checks both ways).
 func (a *api) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(a.recoverer, a.metrics.middleware)
+	r.Use(tracing(a.cfg.TracerProvider), a.recoverer, a.metrics.middleware)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, "", "no such route")
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redrive/redrive/avro"
 )
@@ -84,6 +85,12 @@ type DeadLetterConfig struct {
 	Logger *slog.Logger
 	// Metrics is where the collectors are registered. Defaults to prometheus.DefaultRegisterer.
 	Metrics prometheus.Registerer
+	// TracerProvider traces every dead-lettered record with a producer span, a child of the
+	// record's W3C traceparent header, that ends when the error topic acknowledged the event
+	// (or it was given up). Defaults to OpenTelemetry's global TracerProvider
+	// (otel.SetTracerProvider): an application that does not use OpenTelemetry gets no-op
+	// spans.
+	TracerProvider trace.TracerProvider
 	// Clock returns the current time. Defaults to time.Now.
 	Clock func() time.Time
 }
@@ -213,6 +220,12 @@ type Config[K, V any] struct {
 	Logger *slog.Logger
 	// Metrics is where the collectors are registered. Defaults to prometheus.DefaultRegisterer.
 	Metrics prometheus.Registerer
+	// TracerProvider traces every dead-lettered record with a producer span, a child of the
+	// record's W3C traceparent header, that ends when the error topic acknowledged the event
+	// (or it was given up). Defaults to OpenTelemetry's global TracerProvider
+	// (otel.SetTracerProvider): an application that does not use OpenTelemetry gets no-op
+	// spans.
+	TracerProvider trace.TracerProvider
 	// Clock returns the current time. Defaults to time.Now.
 	Clock func() time.Time
 }

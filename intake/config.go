@@ -11,6 +11,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/store"
@@ -101,6 +102,9 @@ type Config struct {
 	// Default to "redrive" and "redrive-intake".
 	PublisherSystem, PublisherService string
 
+	// TracerProvider, when set, traces every polled batch with a span linked to the traces of
+	// its records' originals (docs/operations.md, Tracing). Defaults to none: no spans.
+	TracerProvider trace.TracerProvider
 	// Logger receives the intake's logs, librdkafka's included. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the intake's metrics. Defaults to none (metrics are kept but not

@@ -31,6 +31,7 @@ type Intake struct {
 	deadLetterErr atomic.Pointer[error] // last unacknowledged dead-letter event while retried
 	decodeErr     atomic.Pointer[error] // last transient decoding failure while retried
 	kafkaErr      atomic.Pointer[error] // last failed metadata request to the brokers
+	tracer        *intakeTracer         // nil: tracing off
 
 	// polled, when set, is called with the size of the batch being collected after each
 	// record polled (tests use it to stop the intake with a batch in flight).
@@ -54,6 +55,7 @@ func New(cfg Config) (*Intake, error) {
 		return nil, err
 	}
 	in := &Intake{cfg: cfg, log: cfg.Logger.With("component", "intake"), metrics: m, sources: map[string]*Source{}}
+	in.tracer = newIntakeTracer(cfg.TracerProvider, cfg.GroupID)
 	for _, src := range cfg.sources() {
 		src.hashes = &traceHashes{}
 		in.sources[src.Topic] = &src

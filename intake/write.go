@@ -9,6 +9,7 @@ import (
 	"github.com/redrive/redrive"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redrive/redrive/store"
 )
@@ -22,6 +23,7 @@ type batch struct {
 	// Both belong to the committer once the parts are sent.
 	parts  int
 	failed bool
+	span   trace.Span // nil: tracing off
 }
 
 // job is one writer's part of a batch.
@@ -64,6 +66,7 @@ func (in *Intake) split(seq uint64, msgs []*kafka.Message) (*batch, [][]*record)
 			b.parts++
 		}
 	}
+	b.span = in.tracer.startBatch(b.recs)
 	return b, parts
 }
 
@@ -113,6 +116,7 @@ func (in *Intake) commitLoop(cons *kafka.Consumer, dones <-chan done) {
 			if !stopped {
 				in.commit(cons, b)
 			}
+			endBatch(b.span, stopped)
 		}
 	}
 }

@@ -237,8 +237,11 @@ func (j *jobRun) claim(pos int64, size int) (*store.JobBatch, error) {
 		if j.job.Reason != nil {
 			reason = *j.job.Reason
 		}
-		return j.r.store.CloseJobBatch(ctx, store.CloseJobBatchParams{JobID: j.job.ID, Owner: j.r.cfg.Owner, After: pos, Limit: size,
+		start := time.Now()
+		b, err := j.r.store.CloseJobBatch(ctx, store.CloseJobBatchParams{JobID: j.job.ID, Owner: j.r.cfg.Owner, After: pos, Limit: size,
 			Principal: j.job.Principal, Reason: reason, Details: map[string]any{"job_id": j.job.ID.String()}, Now: now})
+		j.r.tracer.closed(j.job, start, b, err)
+		return b, err
 	}
 	return j.r.store.ClaimJobBatch(ctx, store.ClaimJobBatchParams{JobID: j.job.ID, Owner: j.r.cfg.Owner, After: pos, Limit: size, Now: now})
 }
@@ -291,7 +294,9 @@ func (j *jobRun) finish() bool {
 
 // sendBatch loads, sends and settles a claimed batch. It reports false when the job should
 // stop (the batch could not be loaded or settled).
-func (j *jobRun) sendBatch(b *store.JobBatch) bool {
+func (j *jobRun) sendBatch(b *store.JobBatch) (ok bool) {
+	span := j.r.tracer.start(j.job, b)
+	defer span.end(&ok)
 	// The claim is this instance's: finish even when the job's context ends.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.base), j.r.cfg.BatchTimeout)
 	defer cancel()

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
@@ -91,6 +93,9 @@ type Config struct {
 	BatchTimeout time.Duration
 	// Hooks inject faults in tests. Defaults to none.
 	Hooks Hooks
+	// TracerProvider, when set, traces every batch of a job with a span (docs/operations.md,
+	// Tracing). Defaults to none: no spans.
+	TracerProvider trace.TracerProvider
 	// Logger receives errors and events. Defaults to a logger that discards.
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -107,6 +112,7 @@ type Runner struct {
 	running atomic.Bool
 	// batches holds a token per batch in flight (MaxBatches).
 	batches chan struct{}
+	tracer  *jobTracer // nil: tracing off
 }
 
 // New returns a Runner for cfg, or an error starting with "invalid config".
@@ -164,7 +170,8 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Runner{cfg: cfg, store: cfg.Store, log: cfg.Logger, batches: make(chan struct{}, cfg.MaxBatches)}, nil
+	return &Runner{cfg: cfg, store: cfg.Store, log: cfg.Logger, batches: make(chan struct{}, cfg.MaxBatches),
+		tracer: newJobTracer(cfg.TracerProvider)}, nil
 }
 
 // Previews whose token expired more than previewKeep ago are deleted, with their pinned items,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redrive/redrive/internal/kafkalog"
 	"github.com/redrive/redrive/store"
@@ -113,6 +114,11 @@ type Config struct {
 	// ChainHooks are called while an ordering chain is released, for fault injection in
 	// tests.
 	ChainHooks ChainHooks
+	// TracerProvider, when set, traces every resent record with a span linked to the trace of
+	// the original's stored traceparent header, and the resent record carries a traceparent of
+	// that span instead (docs/operations.md, Tracing). Defaults to none: no spans, and the
+	// stored headers go out as they are.
+	TracerProvider trace.TracerProvider
 
 	// Logger receives the scheduler's logs. Defaults to slog.Default().
 	Logger *slog.Logger

@@ -36,6 +36,7 @@ type publisher struct {
 	partitioning Partitioning
 	sendTimeout  time.Duration
 	log          *slog.Logger
+	tracer       *resendTracer // nil: tracing off
 
 	mu       sync.RWMutex // read-held while a batch sends; write-held to replace or close
 	producer *kafka.Producer
@@ -50,6 +51,7 @@ func newPublisher(cfg Config) (*publisher, error) {
 		partitioning: cfg.Partitioning,
 		sendTimeout:  cfg.SendTimeout,
 		log:          cfg.Logger,
+		tracer:       newResendTracer(cfg.TracerProvider),
 	}
 	if err := p.open(); err != nil {
 		return nil, err
@@ -153,6 +155,8 @@ func (p *publisher) send(items []store.ResendItem) []error {
 		return errs
 	}
 	prod := p.producer
+	spans := p.tracer.batch(len(items))
+	defer spans.endRest(errs)
 
 	reports := make(chan kafka.Event, len(items)) // never blocks the producer's poller
 	done := make([]bool, len(items))
@@ -171,11 +175,13 @@ func (p *publisher) send(items []store.ResendItem) []error {
 		if err := m.TopicPartition.Error; err != nil {
 			errs[i] = fmt.Errorf("delivery: %w", err)
 		}
+		spans.end(i, errs[i])
 	}
 
 	queueDeadline := time.Now().Add(p.sendTimeout)
 	for i := range items {
 		msg := p.message(&items[i], i)
+		spans.start(i, &items[i], msg)
 		for {
 			err := prod.Produce(msg, reports)
 			if err == nil {

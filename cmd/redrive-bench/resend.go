@@ -248,6 +248,8 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Registerer:   reg,
 		Now:          clock,
+
+		TracerProvider: resendTracerProvider, // the tracing benchmark's
 	})
 	if err != nil {
 		return resendTimes{}, err

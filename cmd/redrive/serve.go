@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/intake"
+	"github.com/redrive/redrive/internal/telemetry"
 	"github.com/redrive/redrive/migrations"
 	"github.com/redrive/redrive/store"
 )
@@ -66,6 +67,7 @@ type service struct {
 	openConns  prometheus.Gauge
 	components []component
 	ready      []readyCheck
+	tracing    *telemetry.Tracing // off (nil provider) unless OTEL_TRACES_EXPORTER says
 }
 
 // newService connects to Postgres, refuses a schema that is not exactly this binary's, and
@@ -76,8 +78,12 @@ func newService(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*ser
 		return nil, fmt.Errorf("REDRIVE_DATABASE_URL: %w", err)
 	}
 	s := &service{cfg: cfg, log: logger, pool: pool, registry: prometheus.NewRegistry(), mux: http.NewServeMux()}
-	if err := s.build(ctx); err != nil {
+	if err := s.startTracing(ctx); err != nil {
 		pool.Close()
+		return nil, err
+	}
+	if err := s.build(ctx); err != nil {
+		s.close()
 		return nil, err
 	}
 	return s, nil
@@ -131,6 +137,7 @@ func (s *service) build(ctx context.Context) error {
 		ShutdownTimeout: s.cfg.ShutdownTimeout,
 		Logger:          s.log,
 		Registerer:      s.registry,
+		TracerProvider:  s.tracerProvider(),
 	})
 	if err != nil {
 		return fmt.Errorf("intake: %w", err)
@@ -229,4 +236,7 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 }
 
 // close releases the pool.
-func (s *service) close() { s.pool.Close() }
+func (s *service) close() {
+	s.stopTracing()
+	s.pool.Close()
+}

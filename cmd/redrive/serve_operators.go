@@ -302,7 +302,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 		DisableAutomatic: oc.ResendInterval == 0, Interval: oc.ResendInterval,
 		BatchSize: oc.ResendBatch, Concurrency: oc.ResendConcurrency,
 		Backoff: oc.backoff(), ManualRate: oc.ManualRate, Housekeeping: hk,
-		Logger: s.log, Registerer: s.registry,
+		Logger: s.log, Registerer: s.registry, TracerProvider: s.tracerProvider(),
 	}
 	if oc.ResendPartition == "original" {
 		rcfg.Partitioning = resend.PartitionOriginal
@@ -339,7 +339,8 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	if err != nil {
 		return fmt.Errorf("operator core: %w", err)
 	}
-	runner, err := jobs.New(jobs.Config{Store: s.store, Publisher: sched.Resender(), Owner: sched.InstanceID() + "/jobs", Logger: s.log})
+	runner, err := jobs.New(jobs.Config{Store: s.store, Publisher: sched.Resender(), Owner: sched.InstanceID() + "/jobs", Logger: s.log,
+		TracerProvider: s.tracerProvider()})
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -373,7 +374,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 		return fmt.Errorf("REDRIVE_UI_SESSION_MAX_AGE (-ui-session-max-age): %w", err)
 	}
 	apiHandler, err := api.New(api.Config{Core: core, Auth: authn, Logger: s.log, Registerer: s.registry, RepairRole: repairRole,
-		Sessions: sessions})
+		Sessions: sessions, TracerProvider: s.tracerProvider()})
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/errorhandler"
@@ -48,7 +49,8 @@ type DeadLetterer struct {
 	evHead  []byte
 	keyHead []byte
 
-	prod Producer
+	prod   Producer
+	tracer trace.Tracer // the application's, or OpenTelemetry's global one
 
 	produced prometheus.Counter
 	throttle *throttle
@@ -83,6 +85,7 @@ func NewDeadLetterer(cfg errorhandler.DeadLetterConfig, newProducer NewProducerF
 		log:      cfg.Logger.With("component", "redrive.errorhandler.deadletter", "error_topic", cfg.ErrorTopic),
 		throttle: newThrottle(5*time.Second, cfg.Clock),
 		idle:     make(chan struct{}),
+		tracer:   newTracer(cfg),
 	}
 	d.produced = met.produced.WithLabelValues(cfg.ErrorTopic)
 	p, err := newProducer(d.report)
@@ -120,6 +123,7 @@ func (d *DeadLetterer) submit(j *Job) {
 	d.njobs++
 	d.mu.Unlock()
 	d.met.inFlight.Inc()
+	d.startSpan(j)
 	d.attempt(j)
 }
 
@@ -314,6 +318,7 @@ func (d *DeadLetterer) finish(j *Job, err error) {
 	}
 	d.mu.Unlock()
 	d.met.inFlight.Dec()
+	endSpan(j, err)
 	j.sink.jobDone(j, err)
 }
 

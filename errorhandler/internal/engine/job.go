@@ -8,6 +8,8 @@ import (
 	"time"
 	"unsafe"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/errorhandler"
 )
@@ -52,6 +54,7 @@ type Job struct {
 	timer     *time.Timer // under DeadLetterer.mu: pending retry
 	cancelErr atomic.Pointer[error]
 	finished  atomic.Bool
+	span      trace.Span // the MPFE's span while it records; nil otherwise
 }
 
 // Message returns the failed record the job reports.
