@@ -13,10 +13,10 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/google/uuid"
 
-	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
+	"github.com/redrive/redrive/payload"
 	"github.com/redrive/redrive/store"
 )
 
@@ -433,7 +433,7 @@ func TestRepairAvro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: confluentsr.New(reg)})
+	payloads, err := payload.New(payload.Config{Registry: confluentsr.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

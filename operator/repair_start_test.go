@@ -8,11 +8,11 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 
-	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/operator"
+	"github.com/redrive/redrive/payload"
 )
 
 // A repair form starts from the stored original of each part the reader sees as stored, and
@@ -28,7 +28,7 @@ func TestRepairStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: confluentsr.New(reg)})
+	payloads, err := payload.New(payload.Config{Registry: confluentsr.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

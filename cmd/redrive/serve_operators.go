@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/api"
 	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/payload"
 	"github.com/redrive/redrive/intake"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/masking"
@@ -307,7 +308,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	}
 	s.components = append(s.components, component{name: "resend", run: sched.Run})
 
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: registry})
+	payloads, err := payload.New(payload.Config{Registry: registry})
 	if err != nil {
 		return fmt.Errorf("payload decoder: %w", err)
 	}
