@@ -57,7 +57,7 @@ func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 		case format == "decoded":
 			writeJSON(w, http.StatusOK, newDecodedJSON(d))
 		case d.Format != payload.FormatAvro:
-			a.fail(w, r, unprocessable("format", "the %s is %s, not Avro: use format=decoded", part, d.Describe()))
+			a.fail(w, r, unprocessable("format", "the %s is %s, not framed as Avro: use format=decoded", part, d.Describe()))
 		default:
 			writeJSON(w, http.StatusOK, newAvroJSON(d))
 		}
