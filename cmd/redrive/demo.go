@@ -170,7 +170,6 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 			{Format: store.SourceConnect, Topic: demoConnectDLQ, OriginalTopic: demoInvoicesTopic},
 			{Format: store.SourceSpring, Topic: demoShipmentsDLT, Temporality: avro.Permanent},
 		},
-		registry: reg,
 		GroupID: "redrive-demo", HTTPAddr: cfg.HTTPAddr, BatchSize: 500, BatchWait: 100 * time.Millisecond,
 		MaxEventSize: 16 << 20, StateMetricsInterval: 2 * time.Second, ShutdownTimeout: 15 * time.Second,
 		LogLevel: cfg.LogLevel, LogFormat: "text",
@@ -181,6 +180,7 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 			PermanentRetention: 24 * time.Hour, InsecureNoAuth: true,
 			ProxyUserHeader: "X-Forwarded-User", ProxyGroupsHeader: "X-Forwarded-Groups",
 		},
+		registry: reg,
 	}
 	if d.svc, err = newService(ctx, scfg, logger); err != nil {
 		ln.Close()
