@@ -45,19 +45,23 @@ func (a *api) getPayload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if format == "avro" || format == "decoded" {
-		d, err := a.core.DecodedPayload(r.Context(), id, part, reader(r))
+		want := payload.FormatAvro
+		if format == "decoded" {
+			want = ""
+		}
+		d, err := a.core.DecodedPayload(r.Context(), id, part, reader(r), want)
 		var pe *avro.PayloadError
 		switch {
 		case errors.Is(err, operator.ErrNullPart):
 			writeProblem(w, r, http.StatusNotFound, "part", "the failure's key is null")
+		case errors.As(err, &pe) && format == "avro" && errors.Is(err, avro.ErrUnknownFraming):
+			a.fail(w, r, unprocessable("format", "%s: use format=decoded", pe.Detail))
 		case errors.As(err, &pe):
 			a.fail(w, r, unprocessable("format", "%s", pe.Detail))
 		case err != nil:
 			a.fail(w, r, err)
 		case format == "decoded":
 			writeJSON(w, http.StatusOK, newDecodedJSON(d))
-		case d.Format != payload.FormatAvro:
-			a.fail(w, r, unprocessable("format", "the %s is %s, not framed as Avro: use format=decoded", part, d.Describe()))
 		default:
 			writeJSON(w, http.StatusOK, newAvroJSON(d))
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/payload"
 	"github.com/redrive/redrive/store"
@@ -244,8 +245,10 @@ func (c *Core) Payload(ctx context.Context, id uuid.UUID, part Part, reader Read
 
 // DecodedPayload returns the key or value of the failure with id decoded with its writer
 // schema and masked (as DecodePayload), for reader, and audits the read when it succeeds.
+// format, when not empty, is the only format asked for (payload.FormatAvro, …): a payload of
+// another format is an *avro.PayloadError naming what it is, and nothing is shown or audited.
 // Errors are those of Payload, or an *avro.PayloadError when the bytes do not decode.
-func (c *Core) DecodedPayload(ctx context.Context, id uuid.UUID, part Part, reader Reader) (*payload.Decoded, error) {
+func (c *Core) DecodedPayload(ctx context.Context, id uuid.UUID, part Part, reader Reader, format string) (*payload.Decoded, error) {
 	p, err := c.loadPayload(ctx, id, part, reader)
 	if err != nil {
 		return nil, err
@@ -253,6 +256,10 @@ func (c *Core) DecodedPayload(ctx context.Context, id uuid.UUID, part Part, read
 	d, err := c.DecodePayload(p)
 	if err != nil {
 		return nil, err
+	}
+	if format != "" && d.Format != format {
+		return nil, &avro.PayloadError{Framing: d.Framing, Err: avro.ErrUnknownFraming,
+			Detail: fmt.Sprintf("the %s is %s, not %s", part, d.Describe(), formatName(format))}
 	}
 	if err := c.auditPayloadView(ctx, id, reader, string(part)+" format=decoded"); err != nil {
 		return nil, err
@@ -352,4 +359,17 @@ func utf8Text(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// formatName names a payload format in a sentence.
+func formatName(f string) string {
+	switch f {
+	case payload.FormatAvro:
+		return "framed as Avro"
+	case payload.FormatProtobuf:
+		return "Protobuf"
+	case payload.FormatJSONSchema:
+		return "JSON Schema"
+	}
+	return f
 }
