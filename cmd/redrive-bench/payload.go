@@ -124,6 +124,9 @@ func benchPayload(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		return err
+	}
 	var rows int64
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM failures").Scan(&rows); err != nil {
 		return err
