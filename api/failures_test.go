@@ -25,6 +25,7 @@ import (
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/masking"
+	"github.com/redrive/redrive/payload"
 )
 
 type summary struct {
@@ -313,7 +314,7 @@ func TestPayloadFormats(t *testing.T) {
 	unknownID := append([]byte{0, 0, 0, 3, 0xe7}, datum...)
 	trailing := append(append([]byte(nil), framed...), 0x01)
 
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: confluentsr.New(reg)})
+	payloads, err := payload.New(payload.Config{Registry: confluentsr.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 	"github.com/google/uuid"
 
-	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/jobs"
 	"github.com/redrive/redrive/operator"
+	"github.com/redrive/redrive/payload"
 )
 
 type jobView struct {
@@ -434,7 +434,7 @@ func TestRepairAvro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: confluentsr.New(reg)})
+	payloads, err := payload.New(payload.Config{Registry: confluentsr.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

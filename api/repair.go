@@ -13,7 +13,8 @@ import (
 // repairBody is the body of POST /failures/{id}/repair.
 type repairBody struct {
 	Reason *string `json:"reason"`
-	// Value is the edited value as text in ValueFormat (text, json or avro); ValueBase64 the
+	// Value is the edited value as text in ValueFormat (text, json, avro, protobuf or
+	// jsonschema); ValueBase64 the
 	// edited bytes. At most one; neither keeps the original value.
 	Value       *string        `json:"value"`
 	ValueFormat string         `json:"value_format"`

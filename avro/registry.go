@@ -28,4 +28,25 @@ type RegistrySchema struct {
 	Schema string
 	// Type is the registry's schema type, e.g. "AVRO", "PROTOBUF", "JSON"; empty means Avro.
 	Type string
+	// References are the other schemas this one refers to (Protobuf imports, JSON Schema
+	// $refs), each registered under a subject and version of its own.
+	References []RegistryReference
+}
+
+// RegistryReference is a schema's reference to another registered schema.
+type RegistryReference struct {
+	// Name is how the referring schema names it: a Protobuf import path, a JSON Schema URL.
+	Name string
+	// Subject and Version say where it is registered.
+	Subject string
+	Version int
+}
+
+// ReferenceRegistry is a Registry that also serves a schema by subject and version, which
+// resolving a schema's References needs. The adapters of avro/confluentsr and avro/franzsr
+// implement it.
+type ReferenceRegistry interface {
+	Registry
+	// SchemaByVersion returns the schema registered under subject with version.
+	SchemaByVersion(ctx context.Context, subject string, version int) (RegistrySchema, error)
 }

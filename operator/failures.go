@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/clip"
+	"github.com/redrive/redrive/payload"
 	"github.com/redrive/redrive/store"
 )
 
@@ -244,19 +245,25 @@ func (c *Core) Payload(ctx context.Context, id uuid.UUID, part Part, reader Read
 	return p, nil
 }
 
-// AvroPayload returns the key or value of the failure with id decoded as Avro and masked (as
-// DecodeAvro), for reader, and audits the read when it succeeds. Errors are those of Payload,
-// or an *avro.PayloadError when the bytes do not decode.
-func (c *Core) AvroPayload(ctx context.Context, id uuid.UUID, part Part, reader Reader) (*avro.DecodedPayload, error) {
+// DecodedPayload returns the key or value of the failure with id decoded with its writer
+// schema and masked (as DecodePayload), for reader, and audits the read when it succeeds.
+// format, when not empty, is the only format asked for (payload.FormatAvro, …): a payload of
+// another format is an *avro.PayloadError naming what it is, and nothing is shown or audited.
+// Errors are those of Payload, or an *avro.PayloadError when the bytes do not decode.
+func (c *Core) DecodedPayload(ctx context.Context, id uuid.UUID, part Part, reader Reader, format string) (*payload.Decoded, error) {
 	p, err := c.loadPayload(ctx, id, part, reader)
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.DecodeAvro(p)
+	d, err := c.DecodePayload(p)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.auditPayloadView(ctx, id, reader, string(part)+" format=avro"); err != nil {
+	if format != "" && d.Format != format {
+		return nil, &avro.PayloadError{Framing: d.Framing, Err: avro.ErrUnknownFraming,
+			Detail: fmt.Sprintf("the %s is %s, not %s", part, d.Describe(), formatName(format))}
+	}
+	if err := c.auditPayloadView(ctx, id, reader, string(part)+" format=decoded"); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -284,19 +291,22 @@ func (c *Core) loadPayload(ctx context.Context, id uuid.UUID, part Part, reader 
 	return p, nil
 }
 
-// DecodeFailureAvro decodes the value of a failure's view as DecodeAvro does (masked); a view
-// whose payload is hidden gets an error wrapping redrive.ErrPayloadForbidden.
-func (c *Core) DecodeFailureAvro(v *FailureView) (*avro.DecodedPayload, error) {
+// DecodeFailure decodes the value of a failure's view as DecodePayload does (masked); a view
+// whose payload is hidden gets an error wrapping ErrPayloadForbidden.
+func (c *Core) DecodeFailure(v *FailureView) (*payload.Decoded, error) {
 	if v.PayloadHidden != "" {
 		return nil, fmt.Errorf("%w: %s", redrive.ErrPayloadForbidden, HiddenReason)
 	}
-	return c.DecodeAvro(&Payload{ID: v.ID, Topic: v.Topic, Part: PartValue, original: v.original})
+	return c.DecodePayload(&Payload{ID: v.ID, Topic: v.Topic, Part: PartValue, original: v.original})
 }
 
-// DecodeAvro decodes p framed as Avro with its writer schema (see avro.PayloadDecoder) and
-// applies the masking rules of its topic to the decoded JSON. The error is an
-// *avro.PayloadError, whose text is safe to show.
-func (c *Core) DecodeAvro(p *Payload) (*avro.DecodedPayload, error) {
+// DecodePayload decodes p with its writer schema (see payload.Decoder: Avro, Protobuf or JSON
+// Schema from the registry, or plain JSON) and applies the masking rules of its topic to the
+// decoded JSON, exactly as to a JSON value: the rules' JSON pointers address the decoded
+// fields. A JSON Schema payload's validation errors name places in the document, and so are
+// withheld when the rules mask anything of it. The error is an *avro.PayloadError, whose text
+// is safe to show.
+func (c *Core) DecodePayload(p *Payload) (*payload.Decoded, error) {
 	d, err := c.cfg.Payloads.Decode(p.Topic, string(p.Part), p.original)
 	if err != nil {
 		return nil, err
@@ -307,10 +317,17 @@ func (c *Core) DecodeAvro(p *Payload) (*avro.DecodedPayload, error) {
 		if !json.Valid(masked.JSON) { // masked whole: show the asterisks as a JSON string
 			masked.JSON, _ = json.Marshal(string(masked.JSON))
 		}
+		if p.Masked && d.Validation != nil && !d.Validation.Valid {
+			masked.Validation = &payload.Validation{Errors: []string{MaskedValidation}}
+		}
 		return &masked, nil
 	}
 	return d, nil
 }
+
+// MaskedValidation replaces the validation errors of a JSON Schema payload that the masking
+// rules change: an error may quote a masked value.
+const MaskedValidation = "the document does not validate against its schema; the details are withheld because masking rules hide parts of it"
 
 // ContentType says what bytes look like, without showing them: "application/json" for a JSON
 // document, "application/vnd.apache.avro" for a payload framed as Avro (single-object
@@ -344,4 +361,17 @@ func utf8Text(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// formatName names a payload format in a sentence.
+func formatName(f string) string {
+	switch f {
+	case payload.FormatAvro:
+		return "framed as Avro"
+	case payload.FormatProtobuf:
+		return "Protobuf"
+	case payload.FormatJSONSchema:
+		return "JSON Schema"
+	}
+	return f
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/promreg"
 	"github.com/redrive/redrive/masking"
+	"github.com/redrive/redrive/payload"
 	"github.com/redrive/redrive/resend/resendtype"
 	"github.com/redrive/redrive/store"
 )
@@ -47,9 +47,10 @@ type Config struct {
 	// Resender republishes failures for retries (*resend.Resender). When nil, a retry wraps
 	// redrive.ErrUnavailable.
 	Resender Resender
-	// Payloads decodes Avro payloads for their views. Defaults to a decoder that knows the
-	// contract's own schemas and has no registry.
-	Payloads *avro.PayloadDecoder
+	// Payloads decodes payloads (Avro, Protobuf, JSON Schema, plain JSON) for their views and
+	// re-encodes repairs of them. Defaults to a decoder that knows the contract's own Avro
+	// schemas and has no registry.
+	Payloads *payload.Decoder
 	// Masking hides parts of payloads in every payload view (masking.Load). Defaults to none.
 	Masking *masking.Rules
 	// QueryTimeout bounds each read. Defaults to 10s.
@@ -130,7 +131,7 @@ func New(cfg Config) (*Core, error) {
 		return nil, err
 	}
 	if cfg.Payloads == nil {
-		d, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{})
+		d, err := payload.New(payload.Config{})
 		if err != nil {
 			return nil, err
 		}

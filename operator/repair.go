@@ -31,6 +31,12 @@ const (
 	// EditAvro: the value is the datum in Avro's JSON encoding, encoded with the writer schema
 	// and framing of the original value.
 	EditAvro = "avro"
+	// EditProtobuf: the value is the message as protojson, encoded with the writer schema and
+	// framing (schema id, message indexes) of the original value.
+	EditProtobuf = "protobuf"
+	// EditJSONSchema: the value is the JSON document, checked against the writer schema and
+	// framed with the original value's schema id.
+	EditJSONSchema = "jsonschema"
 )
 
 // RepairRequest is an operator's edit of a failure's record, to resend in place of the
@@ -40,8 +46,8 @@ type RepairRequest struct {
 	Principal string
 	// Reason says why; required.
 	Reason string
-	// Value is the edited value in ValueFormat (EditBytes, EditText, EditJSON or EditAvro);
-	// nil keeps the original value.
+	// Value is the edited value in ValueFormat (EditBytes, EditText, EditJSON, EditAvro,
+	// EditProtobuf or EditJSONSchema); nil keeps the original value.
 	Value       []byte
 	ValueFormat string
 	// Headers replace the original headers (in order) when not nil.
@@ -64,7 +70,8 @@ type RepairResult struct {
 // Repair stores an edit of a failure's record as a revision (who, when, why; the original is
 // not changed) and resends it instead of the original, with a header naming the revision. The
 // edit is checked first, and nothing is stored when it is refused: an *InputError says why (a
-// JSON edit that does not parse, an Avro edit that does not fit the writer schema, a value
+// JSON edit that does not parse, an Avro, Protobuf or JSON Schema edit that does not fit the
+// writer schema (naming the field), a value
 // over MaxRepairBytes, a topic outside the allow-list, a value or header value that still holds
 // the masked view's placeholders). Only failures an operator may retry
 // (RETRY_PENDING or PERMANENT) are repaired; others wrap redrive.ErrConflict.
@@ -166,15 +173,15 @@ func (c *Core) editedValue(d *redrive.FailureDetail, req RepairRequest) ([]byte,
 			return nil, invalid("value", "not a JSON document")
 		}
 		return v, nil
-	case EditAvro:
-		out, err := c.cfg.Payloads.EncodeJSON(d.Topic, string(PartValue), d.Value, v)
+	case EditAvro, EditProtobuf, EditJSONSchema:
+		out, err := c.cfg.Payloads.Encode(d.Topic, string(PartValue), req.ValueFormat, d.Value, v)
 		var pe *avro.PayloadError
 		if errors.As(err, &pe) {
 			return nil, unprocessable("value", "%s", pe.Detail)
 		}
 		return out, err
 	}
-	return nil, invalid("value_format", "%q is not bytes, text, json or avro", req.ValueFormat)
+	return nil, invalid("value_format", "%q is not bytes, text, json, avro, protobuf or jsonschema", req.ValueFormat)
 }
 
 // Revisions returns the revisions of a failure, oldest first, for reader: without the payload

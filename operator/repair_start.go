@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/payload"
 )
 
 // Why a repair form does not start from a part of the record.
@@ -24,7 +25,8 @@ const (
 // them, so that a repair never sends a view (asterisks) in place of the original.
 type RepairStart struct {
 	// Value is the original value to edit, in Format: EditJSON (indented), EditAvro (the datum
-	// in Avro's JSON encoding) or EditText. It is nil, with Format "", when the value is none
+	// in Avro's JSON encoding), EditProtobuf (protojson), EditJSONSchema (the document) or
+	// EditText. It is nil, with Format "", when the value is none
 	// of these (bytes: a file is uploaded instead), a tombstone, or withheld.
 	Value  []byte
 	Format string
@@ -63,17 +65,21 @@ func (c *Core) RepairStart(ctx context.Context, v *FailureView) (*RepairStart, e
 		}
 	case ContentType(d.Value) == "application/vnd.apache.avro":
 		p, err := c.cfg.Payloads.Decode(d.Topic, string(PartValue), d.Value)
-		if err != nil {
+		if err != nil || p.Format == payload.FormatJSON {
+			if err == nil || !utf8.Valid(d.Value) {
+				break
+			}
+			s.Value, s.Format = d.Value, EditText
 			break
 		}
 		// The datum as the reader sees it must be the datum as stored, too.
-		if seen, err := c.DecodeFailureAvro(v); err != nil || !bytes.Equal(seen.JSON, p.JSON) {
+		if seen, err := c.DecodeFailure(v); err != nil || !bytes.Equal(seen.JSON, p.JSON) {
 			s.ValueWithheld = WithheldValueMasked
 			break
 		}
 		var b bytes.Buffer
 		if json.Indent(&b, p.JSON, "", "  ") == nil {
-			s.Value, s.Format = b.Bytes(), EditAvro
+			s.Value, s.Format = b.Bytes(), p.Format // EditAvro, EditProtobuf or EditJSONSchema
 		}
 	case utf8.Valid(d.Value):
 		s.Value, s.Format = d.Value, EditText
@@ -97,12 +103,13 @@ func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equa
 
 // refusePlaceholders refuses a repair whose value or header values still hold the mask's
 // placeholders: the runs of asterisks that the masking rules show in place of the original's
-// bytes (in the stored value, in its Avro datum as JSON, in the header values). Runs of
+// bytes (in the stored value, in its decoded JSON, in the header values). Runs of
 // asterisks that the original itself holds are not placeholders.
 func (c *Core) refusePlaceholders(d *redrive.FailureDetail, req RepairRequest) error {
 	if req.Value != nil {
 		runs := placeholderRuns(d.Value, c.maskedValue(d.Topic, d.Value))
-		if req.ValueFormat == EditAvro || ContentType(d.Value) == "application/vnd.apache.avro" {
+		if req.ValueFormat == EditAvro || req.ValueFormat == EditProtobuf || req.ValueFormat == EditJSONSchema ||
+			ContentType(d.Value) == "application/vnd.apache.avro" {
 			if p, err := c.cfg.Payloads.Decode(d.Topic, string(PartValue), d.Value); err == nil {
 				for n := range placeholderRuns(p.JSON, c.maskedValue(d.Topic, p.JSON)) {
 					runs[n] = true

@@ -8,11 +8,12 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/schemaregistry"
 
-	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/operator"
+	"github.com/redrive/redrive/payload"
+	"github.com/redrive/redrive/payload/payloadtest"
 )
 
 // A repair form starts from the stored original of each part the reader sees as stored, and
@@ -28,7 +29,7 @@ func TestRepairStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: confluentsr.New(reg)})
+	payloads, err := payload.New(payload.Config{Registry: confluentsr.New(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +42,9 @@ func TestRepairStart(t *testing.T) {
 	// An Avro datum {"id": 7, "pan": "4111"} in the Confluent framing.
 	framed := append([]byte{0, 0, 0, 0, 0, 0x0e, 0x08}, "4111"...)
 	binary.BigEndian.PutUint32(framed[1:5], uint32(schemaID))
+	cr := confluentsr.New(reg)
+	proto := payloadtest.Protobuf(t, cr, "pb", "shop.Line", `{"sku":"A-1","quantity":2}`)
+	js := payloadtest.JSONSchema(t, cr, "js", payloadtest.Order{ID: "o-1", Quantity: 2})
 	hdr := func(auth string) testkit.FailureRow {
 		return testkit.FailureRow{HeaderNames: []string{"authorization", "trace"}, HeaderValues: [][]byte{[]byte(auth), []byte("t-1")}}
 	}
@@ -63,6 +67,11 @@ func TestRepairStart(t *testing.T) {
 		{"hidden payload", with(hdr("Bearer x"), "orders", []byte(`{"a":1}`)), operator.Reader{Principal: "nina"}, "", "", operator.HiddenReason, false, true},
 		{"Avro", with(hdr("Bearer x"), "cards", framed), admin, "{\n  \"id\": 7,\n  \"pan\": \"4111\"\n}", operator.EditAvro, "", true, false},
 		{"masked Avro member", with(hdr("Bearer x"), "cards.masked", framed), admin, "", "", operator.WithheldValueMasked, true, false},
+		{"Protobuf", with(hdr("Bearer x"), "pb", proto), admin, "{\n  \"sku\": \"A-1\",\n  \"quantity\": 2\n}", operator.EditProtobuf, "", true, false},
+		{"masked Protobuf", with(hdr("Bearer x"), "cards.masked", proto), admin, "", "", operator.WithheldValueMasked, true, false},
+		{"JSON Schema", with(hdr("Bearer x"), "js", js), admin,
+			"{\n  \"id\": \"o-1\",\n  \"customer\": {\n    \"name\": \"\",\n    \"email\": \"\"\n  },\n  \"quantity\": 2\n}", operator.EditJSONSchema, "", true, false},
+		{"Protobuf without the payload permission", with(hdr("Bearer x"), "pb", proto), operator.Reader{Principal: "nina"}, "", "", operator.HiddenReason, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := testkit.InsertFailure(t, pool, tc.row)

@@ -209,7 +209,7 @@ type failurePage struct {
 	Headers    []headerView
 	Actionable bool
 	GroupLink  string
-	// DefaultTab is the value view shown first: json, avro, text or hex.
+	// DefaultTab is the value view shown first: json, decoded, text or hex.
 	DefaultTab string
 	// Hidden, when not empty, says why the payload is not shown (metadata only).
 	Hidden string
@@ -249,7 +249,7 @@ func (h *handler) getFailure(w http.ResponseWriter, r *http.Request) {
 	p.Hidden, p.Masked = f.PayloadHidden, f.Masked
 	if p.Hidden == "" {
 		p.Value.addJSON(f.Value)
-		p.Value.addAvro(h.core.DecodeFailureAvro(f))
+		p.Value.addDecoded(h.core.DecodeFailure(f))
 		p.DefaultTab = defaultTab(&p.Value)
 	}
 	for i, hd := range f.Headers {
@@ -297,14 +297,14 @@ func (h *handler) getPayload(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(p.Bytes)
 }
 
-// defaultTab picks the view that reads best: JSON, then Avro, then text when the value is
+// defaultTab picks the view that reads best: JSON, then decoded, then text when the value is
 // mostly printable, else hex.
 func defaultTab(v *bytesView) string {
 	switch {
 	case v.JSON != nil:
 		return "json"
-	case v.Avro != nil:
-		return "avro"
+	case v.Decoded != nil:
+		return "decoded"
 	}
 	escaped := 0
 	for _, s := range v.Text {

@@ -11,10 +11,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/payload"
 )
 
 // bytesView shows a key, value or header value honestly: as hex, as text with every byte that
-// is not printable text escaped, and as JSON or Avro when it decodes as such.
+// is not printable text escaped, as JSON when it is a document, and decoded with its writer
+// schema (Avro, Protobuf, JSON Schema) when it is framed for one.
 type bytesView struct {
 	// Null is true for a null key or header value (as opposed to an empty one).
 	Null bool
@@ -31,10 +33,19 @@ type bytesView struct {
 	// JSON is the value pretty-printed when it is a JSON document; JSONNote says why not.
 	JSON     []textSeg
 	JSONNote string
-	// Avro is the value decoded with its writer schema, as JSON; AvroNote says how (the
-	// framing and schema) or why not.
-	Avro     []textSeg
-	AvroNote string
+	// Decoded is the value decoded with its writer schema, as JSON; DecodedNote says how (the
+	// format, framing and schema) or why not.
+	Decoded     []textSeg
+	DecodedNote string
+	// Validation is a JSON Schema value's validation result: nil for other formats.
+	Validation *validationView
+}
+
+// validationView is the result of validating a JSON Schema value, shown as it is (a value
+// need not validate to be shown).
+type validationView struct {
+	Valid  bool
+	Errors []string
 }
 
 // hexLine is one line of a hex dump: the offset, 16 bytes in hex and their printable form.
@@ -122,22 +133,30 @@ func (v *bytesView) addJSON(b []byte) {
 	}
 }
 
-// addAvro fills the Avro view from the operator core's decoding of the value: the datum, or
-// the decoder's reason why there is none.
-func (v *bytesView) addAvro(d *avro.DecodedPayload, err error) {
+// addDecoded fills the decoded view from the operator core's decoding of the value: the
+// JSON, or the decoder's reason why there is none.
+func (v *bytesView) addDecoded(d *payload.Decoded, err error) {
 	var pe *avro.PayloadError
 	switch {
 	case errors.As(err, &pe):
-		v.AvroNote = sentence(pe.Error())
+		v.DecodedNote = sentence(pe.Error())
 	case err != nil:
-		v.AvroNote = "The value could not be decoded as Avro."
+		v.DecodedNote = "The value could not be decoded with a schema."
+	case d.Format == payload.FormatJSON:
+		v.DecodedNote = "The value is plain JSON, framed for no schema: the JSON view shows it."
 	default:
 		var pretty bytes.Buffer
 		if json.Indent(&pretty, d.JSON, "", "  ") != nil {
 			pretty.Reset()
 			pretty.Write(d.JSON)
 		}
-		v.Avro, v.AvroNote = textView(pretty.Bytes()), "Decoded from "+d.Describe()+"."
+		v.Decoded, v.DecodedNote = textView(pretty.Bytes()), "Decoded from "+d.Describe()+"."
+		if d.Note != "" {
+			v.DecodedNote += " " + sentence(d.Note)
+		}
+		if d.Validation != nil {
+			v.Validation = &validationView{Valid: d.Validation.Valid, Errors: d.Validation.Errors}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/payload"
 )
 
 func TestHexDump(t *testing.T) {
@@ -104,15 +105,15 @@ func TestBytesView(t *testing.T) {
 
 func TestAvroView(t *testing.T) {
 	t.Parallel()
-	dec, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Schemas: []string{paymentSchema}})
+	dec, err := payload.New(payload.Config{Schemas: []string{paymentSchema}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	single := paymentValue(t, "p1", 5, "EUR")
 	var bv bytesView
-	bv.addAvro(dec.Decode("payments", "value", single))
-	if !strings.Contains(segText(bv.Avro), `"currency": "EUR"`) || !strings.Contains(bv.AvroNote, "single-object") {
-		t.Fatalf("decoded %q (%s)", segText(bv.Avro), bv.AvroNote)
+	bv.addDecoded(dec.Decode("payments", "value", single))
+	if !strings.Contains(segText(bv.Decoded), `"currency": "EUR"`) || !strings.Contains(bv.DecodedNote, "single-object") {
+		t.Fatalf("decoded %q (%s)", segText(bv.Decoded), bv.DecodedNote)
 	}
 
 	for name, tc := range map[string]struct {
@@ -123,18 +124,19 @@ func TestAvroView(t *testing.T) {
 		"missing field":   {append(append([]byte{}, single[:10]...), 0x02, 'p', 0xfe, 0xff, 0xff, 0xff, 0x0f), "does not decode"},
 		"unknown schema":  {append([]byte{0xc3, 0x01, 1, 2, 3, 4, 5, 6, 7, 8}, single[10:]...), "not among the configured schemas"},
 		"confluent":       {[]byte{0, 0, 0, 0, 7, 2}, "no schema registry"},
-		"not avro":        {[]byte(`{"a":1}`), "not framed as Avro"},
+		"not avro":        {[]byte("a text"), "neither JSON nor framed"},
+		"plain JSON":      {[]byte(`{"a":1}`), "plain JSON"},
 		"trailing bytes":  {append(append([]byte{}, single...), 0), "does not decode"},
-		"empty framing":   {[]byte{0xc3, 0x01}, "not framed as Avro"},
+		"empty framing":   {[]byte{0xc3, 0x01}, "neither JSON nor framed"},
 		"event as record": {mustEncodeEvent(t), "Decoded"},
 	} {
 		var bv bytesView
-		bv.addAvro(dec.Decode("payments", "value", tc.in))
-		if !strings.Contains(bv.AvroNote, tc.note) || !strings.HasSuffix(bv.AvroNote, ".") {
-			t.Errorf("%s: note %q, want %q", name, bv.AvroNote, tc.note)
+		bv.addDecoded(dec.Decode("payments", "value", tc.in))
+		if !strings.Contains(bv.DecodedNote, tc.note) || !strings.HasSuffix(bv.DecodedNote, ".") {
+			t.Errorf("%s: note %q, want %q", name, bv.DecodedNote, tc.note)
 		}
-		if (bv.Avro != nil) != (tc.note == "Decoded") {
-			t.Errorf("%s: Avro view %q", name, segText(bv.Avro))
+		if (bv.Decoded != nil) != (tc.note == "Decoded") {
+			t.Errorf("%s: Avro view %q", name, segText(bv.Decoded))
 		}
 	}
 }

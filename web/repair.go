@@ -34,7 +34,8 @@ type repairPage struct {
 	F *operator.FailureView
 	// CanRepair says the user may repair (the role, the payload permission, an open failure).
 	CanRepair bool
-	// Value is the value to start editing from, in Format (text, json or avro); Editable is
+	// Value is the value to start editing from, in Format (text, json, avro, protobuf or
+	// jsonschema); Editable is
 	// false when the value is none of these (bytes: upload a file). ValueWithheld, when not
 	// empty, says why the form does not start from the value (hidden or masked for the user):
 	// it then keeps the original unless the user gives a whole new value.

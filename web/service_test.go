@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/operator"
+	"github.com/redrive/redrive/payload"
 	"github.com/redrive/redrive/resend"
 )
 
@@ -127,7 +128,7 @@ func newService(t *testing.T) *service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Schemas: []string{paymentSchema}})
+	payloads, err := payload.New(payload.Config{Schemas: []string{paymentSchema}})
 	if err != nil {
 		t.Fatal(err)
 	}

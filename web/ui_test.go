@@ -186,8 +186,8 @@ func TestBrowser(t *testing.T) {
 		screenshot(t, ctx, "failure-binary.png")
 
 		// An Avro value in single-object encoding, with a schema the UI knows.
-		do(t, ctx, chromedp.Navigate(base+"/failures/"+s.seeded["avro"].id.String()), chromedp.WaitVisible(chromedp.ID("view-avro")))
-		if got := text(t, ctx, "#view-avro pre"); !strings.Contains(got, `"amount_cents": 1999`) || !strings.Contains(got, `"currency": "CHF"`) {
+		do(t, ctx, chromedp.Navigate(base+"/failures/"+s.seeded["avro"].id.String()), chromedp.WaitVisible(chromedp.ID("view-decoded")))
+		if got := text(t, ctx, "#view-decoded pre"); !strings.Contains(got, `"amount_cents": 1999`) || !strings.Contains(got, `"currency": "CHF"`) {
 			t.Fatalf("Avro view:\n%s", got)
 		}
 
@@ -400,7 +400,7 @@ func TestBrowser(t *testing.T) {
 		login(t, ctx, base, svcViewerToken)
 		do(t, ctx, chromedp.Navigate(base+"/failures/"+s.seeded["json"].id.String()))
 		// Without scripts, every view of the value shows, one under the other.
-		for _, id := range []string{"view-json", "view-hex", "view-text", "view-avro"} {
+		for _, id := range []string{"view-json", "view-hex", "view-text", "view-decoded"} {
 			do(t, ctx, chromedp.WaitVisible(chromedp.ID(id)))
 		}
 		do(t, ctx, chromedp.WaitNotVisible(chromedp.CSS(".tabs")))

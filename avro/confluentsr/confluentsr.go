@@ -21,7 +21,7 @@ type Registry struct {
 	client schemaregistry.Client
 }
 
-var _ avro.Registry = (*Registry)(nil)
+var _ avro.ReferenceRegistry = (*Registry)(nil)
 
 // New returns a Registry over client, which must not be nil.
 func New(client schemaregistry.Client) *Registry {
@@ -66,7 +66,28 @@ func (r *Registry) SchemaByID(ctx context.Context, subject string, id int) (avro
 	if err != nil {
 		return avro.RegistrySchema{}, fmt.Errorf("schema by id: %w", err)
 	}
-	return avro.RegistrySchema{Schema: info.Schema, Type: info.SchemaType}, nil
+	return fromInfo(info), nil
+}
+
+// SchemaByVersion implements [avro.ReferenceRegistry].
+func (r *Registry) SchemaByVersion(ctx context.Context, subject string, version int) (avro.RegistrySchema, error) {
+	if err := ctx.Err(); err != nil {
+		return avro.RegistrySchema{}, err
+	}
+	md, err := r.client.GetSchemaMetadata(subject, version)
+	if err != nil {
+		return avro.RegistrySchema{}, fmt.Errorf("schema by version: %w", err)
+	}
+	return fromInfo(md.SchemaInfo), nil
+}
+
+// fromInfo converts the client's schema.
+func fromInfo(info schemaregistry.SchemaInfo) avro.RegistrySchema {
+	out := avro.RegistrySchema{Schema: info.Schema, Type: info.SchemaType}
+	for _, ref := range info.References {
+		out.References = append(out.References, avro.RegistryReference{Name: ref.Name, Subject: ref.Subject, Version: ref.Version})
+	}
+	return out
 }
 
 // SubjectsByID implements [avro.Registry].

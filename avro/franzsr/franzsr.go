@@ -17,7 +17,7 @@ type Registry struct {
 	client *sr.Client
 }
 
-var _ avro.Registry = (*Registry)(nil)
+var _ avro.ReferenceRegistry = (*Registry)(nil)
 
 // New returns a Registry over client, which must not be nil.
 func New(client *sr.Client) *Registry {
@@ -51,7 +51,25 @@ func (r *Registry) SchemaByID(ctx context.Context, _ string, id int) (avro.Regis
 	if err != nil {
 		return avro.RegistrySchema{}, fmt.Errorf("schema by id: %w", err)
 	}
-	return avro.RegistrySchema{Schema: s.Schema, Type: s.Type.String()}, nil
+	return fromSchema(s), nil
+}
+
+// SchemaByVersion implements [avro.ReferenceRegistry].
+func (r *Registry) SchemaByVersion(ctx context.Context, subject string, version int) (avro.RegistrySchema, error) {
+	s, err := r.client.SchemaByVersion(ctx, subject, version)
+	if err != nil {
+		return avro.RegistrySchema{}, fmt.Errorf("schema by version: %w", err)
+	}
+	return fromSchema(s.Schema), nil
+}
+
+// fromSchema converts the client's schema.
+func fromSchema(s sr.Schema) avro.RegistrySchema {
+	out := avro.RegistrySchema{Schema: s.Schema, Type: s.Type.String()}
+	for _, ref := range s.References {
+		out.References = append(out.References, avro.RegistryReference{Name: ref.Name, Subject: ref.Subject, Version: ref.Version})
+	}
+	return out
 }
 
 // SubjectsByID implements [avro.Registry].

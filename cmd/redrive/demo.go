@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/avro/confluentsr"
 	"github.com/redrive/redrive/intake"
 	"github.com/redrive/redrive/internal/demo"
 	"github.com/redrive/redrive/internal/pgtemp"
@@ -35,6 +36,10 @@ const (
 	demoInvoicesTopic = "invoices"
 	demoConnectDLQ    = "jdbc-sink.dlq"
 	demoLedgerTopic   = "ledger"
+	// A Spring Kafka consumer of Protobuf shipments (schemas in the demo's registry)
+	// dead-letters here.
+	demoShipmentsTopic = "shipments"
+	demoShipmentsDLT   = "shipments.DLT"
 )
 
 // demoConfig is the configuration of `redrive demo`.
@@ -109,6 +114,7 @@ type demoRun struct {
 	group     *errgroup.Group
 	generator *demo.Generator
 	feeder    *demo.DeadLetters
+	shipments *demo.Shipments
 	good      atomic.Int64
 	recovered atomic.Int64
 }
@@ -124,7 +130,7 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 	}()
 
 	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, demoOrdersTopic, demoErrorTopic, demoDLTTopic,
-		demoPaymentsTopic, demoSpringDLT, demoInvoicesTopic, demoConnectDLQ, demoLedgerTopic),
+		demoPaymentsTopic, demoSpringDLT, demoInvoicesTopic, demoConnectDLQ, demoLedgerTopic, demoShipmentsTopic, demoShipmentsDLT),
 		kfake.GroupMinSessionTimeout(100 * time.Millisecond)}
 	if cfg.KafkaPort != 0 {
 		kopts = append(kopts, kfake.Ports(cfg.KafkaPort))
@@ -151,11 +157,19 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 	}
 	d.uiURL = "http://" + displayAddr(ln.Addr().String())
 
+	// An in-process schema registry (confluent-kafka-go's mock) holds the shipments' Protobuf
+	// schemas; the service reads them from it.
+	reg, err := confluentsr.Dial("mock://redrive-demo", "", "")
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	scfg := serveConfig{
 		DatabaseURL: d.dsn, KafkaBootstrap: bootstrap, ErrorTopic: demoErrorTopic, DLTTopic: demoDLTTopic,
 		Sources: []intake.Source{
 			{Format: redrive.SourceSpring, Topic: demoSpringDLT, Temporality: avro.Temporary},
 			{Format: redrive.SourceConnect, Topic: demoConnectDLQ, OriginalTopic: demoInvoicesTopic},
+			{Format: redrive.SourceSpring, Topic: demoShipmentsDLT, Temporality: avro.Permanent},
 		},
 		GroupID: "redrive-demo", HTTPAddr: cfg.HTTPAddr, BatchSize: 500, BatchWait: 100 * time.Millisecond,
 		MaxEventSize: 16 << 20, StateMetricsInterval: 2 * time.Second, ShutdownTimeout: 15 * time.Second,
@@ -167,6 +181,7 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 			PermanentRetention: 24 * time.Hour, InsecureNoAuth: true,
 			ProxyUserHeader: "X-Forwarded-User", ProxyGroupsHeader: "X-Forwarded-Groups",
 		},
+		registry: reg,
 	}
 	if d.svc, err = newService(ctx, scfg, logger); err != nil {
 		ln.Close()
@@ -211,6 +226,12 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 		return nil, err
 	}
 
+	if d.shipments, err = demo.NewShipments(demo.ShipmentsConfig{Brokers: bootstrap, Registry: reg.Client(), Topic: demoShipmentsDLT,
+		OriginalTopic: demoShipmentsTopic, Rate: max(cfg.Rate/12, 0.2), Logger: logger}); err != nil {
+		ln.Close()
+		return nil, err
+	}
+
 	var gctx context.Context
 	d.group, gctx = errgroup.WithContext(ctx)
 	d.group.Go(func() error { return d.svc.run(gctx, ln) })
@@ -219,6 +240,7 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 	d.group.Go(func() error { return demo.RunLedgerGenerator(gctx, ledgerCfg) })
 	d.group.Go(func() error { return d.generator.Run(gctx) })
 	d.group.Go(func() error { return d.feeder.Run(gctx) })
+	d.group.Go(func() error { return d.shipments.Run(gctx) })
 	return d, nil
 }
 
@@ -273,11 +295,14 @@ func (d *demoRun) printBanner(w io.Writer) {
                   records that are not events go to %[6]s
                   %[9]s (Spring Kafka dead-letter topic of %[10]s, temporary) and
                   %[11]s (Kafka Connect dead-letter queue of %[12]s) -> redrive
+                  %[15]s (Spring Kafka dead-letter topic of %[16]s: Protobuf values,
+                  schemas in an in-process registry, shown decoded) -> redrive
 
 A generator produces %[7]g orders/s: good ones, undecodable bytes, temporary failures (resent
 by the scheduler after ~%[8]s and then handled), permanent failures and panics; a feeder writes
 Spring and Connect dead-letter records as the Java code does; their failures record their
-source format (spring, connect) and where they were found.
+source format (spring, connect) and where they were found. The shipments are Protobuf in the
+Confluent wire format: open one and its Decoded view shows the message as JSON.
 The ledger consumer ("ledger-service", franz-go, policy fail) halts partition %[14]d of %[13]s
 at a poison record within a few seconds while its other partitions keep going: see it in its
 health, then release it (the record is dead-lettered and shows up in the UI):
@@ -292,10 +317,12 @@ Try this:
   curl -s -X POST '%[1]s/api/v1/failures/retry' -H 'Content-Type: application/json' \
        -d '{"filter": {"state": ["PERMANENT"]}, "dry_run": true}'
   curl -s '%[1]s/demo/consumer/health'
+  curl -s '%[1]s/api/v1/failures?topic=%[16]s&limit=1'   # then .../payload?format=decoded
   curl -s '%[1]s/metrics' | grep ^redrive_
   kcat -b %[2]s -t %[5]s -C -c 1 -e -f '%%s' | go run ./cmd/redrive event decode
 `, d.uiURL, strings.Join(d.kafka.ListenAddrs(), ","), db, demoOrdersTopic, demoErrorTopic, demoDLTTopic, d.cfg.Rate, d.cfg.RetryBase,
-		demoSpringDLT, demoPaymentsTopic, demoConnectDLQ, demoInvoicesTopic, demoLedgerTopic, demo.LedgerPoisonPartition)
+		demoSpringDLT, demoPaymentsTopic, demoConnectDLQ, demoInvoicesTopic, demoLedgerTopic, demo.LedgerPoisonPartition,
+		demoShipmentsDLT, demoShipmentsTopic)
 }
 
 // displayAddr turns a listener address into one a browser can open.

@@ -102,6 +102,36 @@ func TestDemoEndToEnd(t *testing.T) {
 			time.Sleep(200 * time.Millisecond) // polling interval
 		}
 	}
+	// The Protobuf shipments decode with their writer schema from the demo's registry.
+	for {
+		var p struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		var dec struct {
+			Format      string         `json:"format"`
+			MessageType string         `json:"message_type"`
+			Value       map[string]any `json:"value"`
+		}
+		if getJSON("/api/v1/failures?topic="+demoShipmentsTopic+"&limit=20", &p) == nil {
+			for _, f := range p.Data {
+				if getJSON("/api/v1/failures/"+f.ID+"/payload?format=decoded", &dec) == nil && dec.Format == "protobuf" &&
+					dec.MessageType == "shop.shipping.Shipment" && dec.Value["dispatchedAt"] != nil {
+					break
+				}
+				dec.Format = ""
+			}
+		}
+		if dec.Format == "protobuf" {
+			t.Logf("a shipment decoded: %v", dec.Value)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Protobuf shipment decoded after 90s (last %+v)", dec)
+		}
+		time.Sleep(200 * time.Millisecond) // polling interval
+	}
 	if resp, err := http.Get(d.uiURL + "/metrics"); err == nil {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

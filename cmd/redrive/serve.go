@@ -180,6 +180,9 @@ func (s *service) build(ctx context.Context) error {
 
 // registryClient returns the schema registry client of the configuration, or nil without one.
 func (s *service) registryClient() (avro.Registry, error) {
+	if s.cfg.registry != nil {
+		return s.cfg.registry, nil
+	}
 	if s.cfg.SchemaRegistryURL == "" {
 		return nil, nil
 	}

@@ -30,6 +30,9 @@ type serveConfig struct {
 	SchemaRegistryURL string
 	// SchemaRegistryAuth is "user:password" for the registry's basic authentication.
 	SchemaRegistryAuth string
+	// registry, when not nil, is the registry client to use instead of dialing
+	// SchemaRegistryURL: the demo's in-process registry, which its feeders share.
+	registry avro.Registry
 	// KafkaConfig holds extra librdkafka settings for every Kafka client of the service.
 	KafkaConfig kafka.ConfigMap
 	HTTPAddr    string

@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/notify"
 	"github.com/redrive/redrive/operator"
+	"github.com/redrive/redrive/payload"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/ticket"
 	"github.com/redrive/redrive/web"
@@ -313,7 +314,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	}
 	s.components = append(s.components, component{name: "resend", run: sched.Run})
 
-	payloads, err := avro.NewPayloadDecoder(avro.PayloadDecoderConfig{Registry: registry})
+	payloads, err := payload.New(payload.Config{Registry: registry})
 	if err != nil {
 		return fmt.Errorf("payload decoder: %w", err)
 	}

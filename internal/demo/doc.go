@@ -5,5 +5,7 @@
 // with the Fail policy, whose generator writes one poison record, so that the demo also shows
 // a halted partition (containment) and its release by an operator; and a feeder of a Spring
 // Kafka dead-letter topic and a Kafka Connect dead-letter queue, so that the foreign sources
-// show in the same UI.
+// show in the same UI; and a feeder of a Spring dead-letter topic of Protobuf shipments in the
+// Confluent wire format (schemas, with a reference and a nested message, in an in-process
+// registry), so that the UI shows Protobuf payloads decoded.
 package demo
