@@ -65,7 +65,7 @@ func (in *Intake) decode(msg *kafka.Message) *record {
 // decodeSource decodes msg, a record of src's topic.
 func decodeSource(src *Source, codec *avro.Codec, msg *kafka.Message, now time.Time) *record {
 	if src.Format == store.SourceMPFE {
-		return decodeMPFE(codec, msg)
+		return decodeMPFE(codec, msg, src.cluster)
 	}
 	r := &record{msg: msg, format: src.Format}
 	inc, err := src.foreignIncoming(dltRecordOf(msg), now)
@@ -102,7 +102,7 @@ func dltRecordOf(msg *kafka.Message) *dltRecord {
 }
 
 // decodeMPFE turns a record of an error topic into a prepared failure, or marks it bad.
-func decodeMPFE(codec *avro.Codec, msg *kafka.Message) *record {
+func decodeMPFE(codec *avro.Codec, msg *kafka.Message, cluster string) *record {
 	r := &record{msg: msg, format: store.SourceMPFE}
 	topic := deref(msg.TopicPartition.Topic)
 	e, err := codec.DecodeEvent(topic, msg.Value)
@@ -132,7 +132,8 @@ func decodeMPFE(codec *avro.Codec, msg *kafka.Message) *record {
 	}
 	p, err := store.Prepare(store.Incoming{
 		Event: e, Headers: hs, ValueNull: valueNull,
-		Source: store.Source{Format: store.SourceMPFE, Topic: topic, Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset)},
+		Source: store.Source{Format: store.SourceMPFE, Topic: topic, Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset),
+			Cluster: cluster},
 	})
 	if err != nil {
 		r.reject(checkData, err)

@@ -45,6 +45,9 @@ type Failure struct {
 	SourceTopic     *string
 	SourcePartition *int32
 	SourceOffset    *int64
+	// Cluster is the Kafka cluster the intake read the failure from, where its resends go
+	// (DefaultCluster for rows stored before clusters had names).
+	Cluster string
 
 	// From the failed message's metadata, where known.
 	MessageID            *string
