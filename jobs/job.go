@@ -334,6 +334,9 @@ func (j *jobRun) prepare(items []store.JobBatchItem, records []store.ResendItem)
 		if j.job.Action == actionResendTo && j.job.TargetTopic != nil && rec.Topic != *j.job.TargetTopic {
 			rec.Topic, rec.Partition = *j.job.TargetTopic, store.UnknownPosition
 		}
+		if j.job.Action == actionResendTo && j.job.TargetCluster != nil && rec.Destination() != *j.job.TargetCluster {
+			rec.TargetCluster, rec.Partition = *j.job.TargetCluster, store.UnknownPosition
+		}
 		rec.Headers = withTag(rec.Headers, tag(j.job.ID, it.Seq))
 		sendable[i] = rec
 	}
@@ -455,6 +458,9 @@ func (j *jobRun) audit(out []store.JobSend, sendable []*store.ResendItem, all []
 		if j.job.TargetTopic != nil {
 			details["target_topic"] = *j.job.TargetTopic
 		}
+		if j.job.TargetCluster != nil {
+			details["target_cluster"] = *j.job.TargetCluster
+		}
 		if s.Acked {
 			details["outcome"] = string(resendtype.OutcomeResent)
 		} else {
@@ -497,7 +503,7 @@ func (j *jobRun) recoverClaim(ctx context.Context, c store.JobClaim, send bool) 
 	tagged := make([]resendtype.Tagged, 0, len(sendable))
 	for i, rec := range sendable {
 		if rec != nil {
-			tagged = append(tagged, resendtype.Tagged{Topic: rec.Topic, Partition: rec.Partition, Tag: tag(c.JobID, c.Items[i].Seq)})
+			tagged = append(tagged, resendtype.Tagged{Cluster: rec.Destination(), Topic: rec.Topic, Partition: rec.Partition, Tag: tag(c.JobID, c.Items[i].Seq)})
 		}
 	}
 	// The claim's records were produced after the claim (by the same instance's clock); a

@@ -129,7 +129,12 @@ ALTER TABLE dlt_reactivation_positions ADD COLUMN cluster text NOT NULL DEFAULT 
 ALTER TABLE dlt_reactivation_positions DROP CONSTRAINT dlt_reactivation_positions_pkey;
 ALTER TABLE dlt_reactivation_positions ADD CONSTRAINT dlt_reactivation_positions_pkey PRIMARY KEY (cluster, topic, partition);
 
+-- A resend_to job may send to another cluster than each failure's own (along an allowed route).
+ALTER TABLE jobs ADD COLUMN target_cluster text;
+COMMENT ON COLUMN jobs.target_cluster IS 'The Kafka cluster a resend_to job sends to; NULL: each failure''s own.';
+
 -- +goose Down
+ALTER TABLE jobs DROP COLUMN target_cluster;
 ALTER TABLE dlt_reactivation_positions DROP CONSTRAINT dlt_reactivation_positions_pkey;
 DELETE FROM dlt_reactivation_positions WHERE cluster <> 'default';
 ALTER TABLE dlt_reactivation_positions ADD CONSTRAINT dlt_reactivation_positions_pkey PRIMARY KEY (topic, partition);

@@ -50,7 +50,9 @@ type Job struct {
 	Action string
 	// TargetTopic is where a resend_to job sends the failures; nil for other actions.
 	TargetTopic *string
-	State       JobState
+	// TargetCluster is the Kafka cluster a resend_to job sends to; nil: each failure's own.
+	TargetCluster *string
+	State         JobState
 	Principal   string
 	Reason      *string
 	// Selection describes how the failures were selected (a filter or ids), for display.
@@ -93,7 +95,9 @@ type CreateJobParams struct {
 	Action string
 	// TargetTopic is the topic of a resend_to job.
 	TargetTopic *string
-	Filter      *Filter
+	// TargetCluster is the cluster of a resend_to job; nil: each failure's own.
+	TargetCluster *string
+	Filter        *Filter
 	IDs         []uuid.UUID
 	Principal   string
 	Reason      string
@@ -107,7 +111,7 @@ type CreateJobParams struct {
 }
 
 const jobColumns = `id, action, target_topic, state, principal, reason, selection, rate_limit, total, done, skipped, failed,
-	cursor_seq, owner, lease_until, created_at, preview_expires_at, started_at, finished_at, updated_at`
+	cursor_seq, owner, lease_until, created_at, preview_expires_at, started_at, finished_at, updated_at, target_cluster`
 
 func scanJob(row pgx.Row) (*Job, error) {
 	var (
@@ -116,7 +120,7 @@ func scanJob(row pgx.Row) (*Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Action, &j.TargetTopic, &j.State, &j.Principal, &j.Reason, &sel, &j.RateLimit, &j.Total, &j.Done,
 		&j.Skipped, &j.Failed, &j.CursorSeq, &j.Owner, &j.LeaseUntil, &j.CreatedAt, &j.PreviewExpiresAt,
-		&j.StartedAt, &j.FinishedAt, &j.UpdatedAt)
+		&j.StartedAt, &j.FinishedAt, &j.UpdatedAt, &j.TargetCluster)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -147,9 +151,9 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) 
 		var id uuid.UUID
 		if err := tx.QueryRow(ctx, `
 			INSERT INTO jobs (action, target_topic, state, principal, reason, selection, rate_limit, token_hash, total,
-				created_at, preview_expires_at, updated_at)
-			VALUES ($1, $9, 'PREVIEW', $2, nullif($3, ''), $4, $5, $6, 0, $7, $8, $7) RETURNING id`,
-			p.Action, p.Principal, p.Reason, sel, p.RateLimit, hash[:], p.Now, p.ExpiresAt, p.TargetTopic).Scan(&id); err != nil {
+				created_at, preview_expires_at, updated_at, target_cluster)
+			VALUES ($1, $9, 'PREVIEW', $2, nullif($3, ''), $4, $5, $6, 0, $7, $8, $7, $10) RETURNING id`,
+			p.Action, p.Principal, p.Reason, sel, p.RateLimit, hash[:], p.Now, p.ExpiresAt, p.TargetTopic, p.TargetCluster).Scan(&id); err != nil {
 			return fmt.Errorf("insert job: %w", err)
 		}
 		var tag int64

@@ -57,6 +57,11 @@ type serveConfig struct {
 	ClustersFile string
 	// CrossCluster are the allowed resends from one cluster's failures to another cluster.
 	CrossCluster []resend.Route
+
+	// kafkaCheckInterval and resendSendTimeout shorten the intake's look at the brokers and
+	// the wait for a resend's acknowledgement in tests; zero means the packages' defaults.
+	kafkaCheckInterval time.Duration
+	resendSendTimeout  time.Duration
 }
 
 // envFlags defines flags whose defaults come from environment variables, and collects the

@@ -299,7 +299,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 		BatchSize: oc.ResendBatch, Concurrency: oc.ResendConcurrency,
 		Backoff: oc.backoff(), ManualRate: oc.ManualRate, Housekeeping: hk,
 		Logger: s.log, Registerer: s.registry,
-		Clusters: s.cfg.resendClusters(), CrossCluster: s.cfg.CrossCluster,
+		Clusters: s.cfg.resendClusters(), CrossCluster: s.cfg.CrossCluster, SendTimeout: s.cfg.resendSendTimeout,
 	}
 	if oc.ResendPartition == "original" {
 		rcfg.Partitioning = resend.PartitionOriginal
