@@ -53,8 +53,8 @@ type Job struct {
 	// TargetCluster is the Kafka cluster a resend_to job sends to; nil: each failure's own.
 	TargetCluster *string
 	State         JobState
-	Principal   string
-	Reason      *string
+	Principal     string
+	Reason        *string
 	// Selection describes how the failures were selected (a filter or ids), for display.
 	Selection map[string]any
 	// RateLimit is the most items per second the job acts on.
@@ -98,9 +98,9 @@ type CreateJobParams struct {
 	// TargetCluster is the cluster of a resend_to job; nil: each failure's own.
 	TargetCluster *string
 	Filter        *Filter
-	IDs         []uuid.UUID
-	Principal   string
-	Reason      string
+	IDs           []uuid.UUID
+	Principal     string
+	Reason        string
 	// Selection describes the selection for display and audit.
 	Selection map[string]any
 	RateLimit float64
