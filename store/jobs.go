@@ -50,11 +50,9 @@ type Job struct {
 	Action string
 	// TargetTopic is where a resend_to job sends the failures; nil for other actions.
 	TargetTopic *string
-	// TargetCluster is the Kafka cluster a resend_to job sends to; nil: each failure's own.
-	TargetCluster *string
-	State         JobState
-	Principal     string
-	Reason        *string
+	State       JobState
+	Principal   string
+	Reason      *string
 	// Selection describes how the failures were selected (a filter or ids), for display.
 	Selection map[string]any
 	// RateLimit is the most items per second the job acts on.
@@ -71,6 +69,9 @@ type Job struct {
 	StartedAt        *time.Time
 	FinishedAt       *time.Time
 	UpdatedAt        time.Time
+
+	// TargetCluster is the Kafka cluster a resend_to job sends to; nil: each failure's own.
+	TargetCluster *string
 }
 
 // Remaining is the number of items without an outcome.
@@ -95,12 +96,10 @@ type CreateJobParams struct {
 	Action string
 	// TargetTopic is the topic of a resend_to job.
 	TargetTopic *string
-	// TargetCluster is the cluster of a resend_to job; nil: each failure's own.
-	TargetCluster *string
-	Filter        *Filter
-	IDs           []uuid.UUID
-	Principal     string
-	Reason        string
+	Filter      *Filter
+	IDs         []uuid.UUID
+	Principal   string
+	Reason      string
 	// Selection describes the selection for display and audit.
 	Selection map[string]any
 	RateLimit float64
@@ -108,6 +107,9 @@ type CreateJobParams struct {
 	Token     []byte
 	Now       time.Time
 	ExpiresAt time.Time
+
+	// TargetCluster is the cluster of a resend_to job; nil: each failure's own.
+	TargetCluster *string
 }
 
 const jobColumns = `id, action, target_topic, state, principal, reason, selection, rate_limit, total, done, skipped, failed,
