@@ -72,16 +72,17 @@ type FailureSummary struct {
 	ValueNull bool
 	// SourceFormat is the format of the topic the failure was read from; SourceTopic that topic
 	// (nil for rows stored before it was kept).
-	SourceFormat SourceFormat
-	SourceTopic  *string
-	// Cluster is the Kafka cluster the failure was read from.
-	Cluster       string
+	SourceFormat  SourceFormat
+	SourceTopic   *string
 	NextAttemptAt *time.Time
 	ResentAt      *time.Time
 	ClosedAt      *time.Time
 	EventCreated  time.Time
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+
+	// Cluster is the Kafka cluster the failure was read from.
+	Cluster string
 }
 
 // Position returns the list position of s.
