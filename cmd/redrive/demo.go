@@ -34,6 +34,10 @@ const (
 	demoInvoicesTopic = "invoices"
 	demoConnectDLQ    = "jdbc-sink.dlq"
 	demoLedgerTopic   = "ledger"
+	// The demo's two Kafka clusters: the first holds every topic above, the second its own
+	// orders, error and dead-letter topics, with a consumer and a generator of its own.
+	demoClusterA = "eu-west"
+	demoClusterB = "us-east"
 )
 
 // demoConfig is the configuration of `redrive demo`.
@@ -101,6 +105,7 @@ type demoRun struct {
 	cfg       demoConfig
 	log       *slog.Logger
 	kafka     *kfake.Cluster
+	kafkaB    *kfake.Cluster
 	pg        *pgtemp.Cluster
 	dsn       string
 	uiURL     string
@@ -132,6 +137,11 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 		return nil, fmt.Errorf("start in-process Kafka: %w", err)
 	}
 	bootstrap := strings.Join(d.kafka.ListenAddrs(), ",")
+	if d.kafkaB, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, demoOrdersTopic, demoErrorTopic, demoDLTTopic),
+		kfake.GroupMinSessionTimeout(100*time.Millisecond)); err != nil {
+		return nil, fmt.Errorf("start the second in-process Kafka: %w", err)
+	}
+	bootstrapB := strings.Join(d.kafkaB.ListenAddrs(), ",")
 
 	d.dsn = cfg.DatabaseURL
 	if d.dsn == "" {
@@ -151,14 +161,18 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 	d.uiURL = "http://" + displayAddr(ln.Addr().String())
 
 	scfg := serveConfig{
-		DatabaseURL: d.dsn, KafkaBootstrap: bootstrap, ErrorTopic: demoErrorTopic, DLTTopic: demoDLTTopic,
-		Sources: []intake.Source{
-			{Format: store.SourceSpring, Topic: demoSpringDLT, Temporality: avro.Temporary},
-			{Format: store.SourceConnect, Topic: demoConnectDLQ, OriginalTopic: demoInvoicesTopic},
-		},
+		DatabaseURL: d.dsn,
 		GroupID: "redrive-demo", HTTPAddr: cfg.HTTPAddr, BatchSize: 500, BatchWait: 100 * time.Millisecond,
 		MaxEventSize: 16 << 20, StateMetricsInterval: 2 * time.Second, ShutdownTimeout: 15 * time.Second,
 		LogLevel: cfg.LogLevel, LogFormat: "text",
+		Clusters: []clusterConfig{
+			{Name: demoClusterA, Bootstrap: bootstrap, ErrorTopic: demoErrorTopic, DLTTopic: demoDLTTopic, GroupID: "redrive-demo",
+				Sources: []intake.Source{
+					{Format: store.SourceSpring, Topic: demoSpringDLT, Temporality: avro.Temporary},
+					{Format: store.SourceConnect, Topic: demoConnectDLQ, OriginalTopic: demoInvoicesTopic},
+				}},
+			{Name: demoClusterB, Bootstrap: bootstrapB, ErrorTopic: demoErrorTopic, DLTTopic: demoDLTTopic, GroupID: "redrive-demo"},
+		},
 		Operators: operatorConfig{
 			ServiceName: "redrive-demo", ResendInterval: time.Second, ResendBatch: 500, ResendConcurrency: 2,
 			ResendPartition: "key", RetryBase: cfg.RetryBase, RetryMax: 10 * cfg.RetryBase, RetryMaxAttempts: 5,
@@ -188,6 +202,26 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 		return nil, fmt.Errorf("sample consumer: %w", err)
 	}
 	d.svc.mux.Handle("/demo/consumer/health", orders.HealthHandler())
+	ordersB, err := demo.NewOrdersConsumer(demo.OrdersConfig{
+		Brokers: bootstrapB, Topic: demoOrdersTopic, ErrorTopic: demoErrorTopic, Logger: logger,
+		Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"consumer": "orders-" + demoClusterB}, d.svc.registry),
+		OnHandled: func(_ demo.Order, recovered bool) {
+			if recovered {
+				d.recovered.Add(1)
+			} else {
+				d.good.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("sample consumer of %s: %w", demoClusterB, err)
+	}
+	generatorB, err := demo.NewGenerator(demo.GeneratorConfig{Brokers: bootstrapB, Topic: demoOrdersTopic, Rate: max(cfg.Rate/2, 0.5), Seed: 2, Logger: logger})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	ledgerCfg := demo.LedgerConfig{
 		Brokers: bootstrap, Topic: demoLedgerTopic, ErrorTopic: demoErrorTopic, Logger: logger,
 		Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"consumer": "ledger"}, d.svc.registry),
@@ -214,6 +248,8 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 	d.group, gctx = errgroup.WithContext(ctx)
 	d.group.Go(func() error { return d.svc.run(gctx, ln) })
 	d.group.Go(func() error { return orders.Run(gctx) })
+	d.group.Go(func() error { return ordersB.Run(gctx) })
+	d.group.Go(func() error { return generatorB.Run(gctx) })
 	d.group.Go(func() error { return ledger.Run(gctx) })
 	d.group.Go(func() error { return demo.RunLedgerGenerator(gctx, ledgerCfg) })
 	d.group.Go(func() error { return d.generator.Run(gctx) })
@@ -251,6 +287,9 @@ func (d *demoRun) cleanup() {
 	if d.kafka != nil {
 		d.kafka.Close()
 	}
+	if d.kafkaB != nil {
+		d.kafkaB.Close()
+	}
 	if d.pg != nil {
 		if err := d.pg.Stop(context.Background()); err != nil {
 			d.log.Error("stop the ephemeral PostgreSQL", "error", err)
@@ -266,7 +305,8 @@ func (d *demoRun) printBanner(w io.Writer) {
 	fmt.Fprintf(w, `redrive demo is running. Press Ctrl-C to stop.
 
   UI and API      %[1]s            (no authentication: demo only)
-  Kafka           %[2]s    (in-process; e.g. kcat -b %[2]s -L)
+  Kafka           %[2]s    (cluster %[15]s, in-process; e.g. kcat -b %[2]s -L)
+                  %[16]s    (cluster %[17]s: its own orders, errors and dead-letter topics)
   PostgreSQL      %[3]s
   Topics          %[4]s (sample consumer "order-service") -> %[5]s (errors) -> redrive;
                   records that are not events go to %[6]s
@@ -276,7 +316,9 @@ func (d *demoRun) printBanner(w io.Writer) {
 A generator produces %[7]g orders/s: good ones, undecodable bytes, temporary failures (resent
 by the scheduler after ~%[8]s and then handled), permanent failures and panics; a feeder writes
 Spring and Connect dead-letter records as the Java code does; their failures record their
-source format (spring, connect) and where they were found.
+source format (spring, connect) and where they were found. A second cluster, %[17]s, has its
+own generator and consumer: every failure records its cluster, and its resends go back there
+(the UI's cluster filter, or ?cluster=%[17]s in the API).
 The ledger consumer ("ledger-service", franz-go, policy fail) halts partition %[14]d of %[13]s
 at a poison record within a few seconds while its other partitions keep going: see it in its
 health, then release it (the record is dead-lettered and shows up in the UI):
@@ -288,13 +330,15 @@ Try this:
   curl -s '%[1]s/api/v1/stats'
   curl -s '%[1]s/api/v1/failures?state=PERMANENT&limit=5'
   curl -s '%[1]s/api/v1/failures?temporality=TEMPORARY&state=RESENT&limit=5'
+  curl -s '%[1]s/api/v1/failures?cluster=%[17]s&limit=5'
   curl -s -X POST '%[1]s/api/v1/failures/retry' -H 'Content-Type: application/json' \
        -d '{"filter": {"state": ["PERMANENT"]}, "dry_run": true}'
   curl -s '%[1]s/demo/consumer/health'
   curl -s '%[1]s/metrics' | grep ^redrive_
   kcat -b %[2]s -t %[5]s -C -c 1 -e -f '%%s' | go run ./cmd/redrive event decode
 `, d.uiURL, strings.Join(d.kafka.ListenAddrs(), ","), db, demoOrdersTopic, demoErrorTopic, demoDLTTopic, d.cfg.Rate, d.cfg.RetryBase,
-		demoSpringDLT, demoPaymentsTopic, demoConnectDLQ, demoInvoicesTopic, demoLedgerTopic, demo.LedgerPoisonPartition)
+		demoSpringDLT, demoPaymentsTopic, demoConnectDLQ, demoInvoicesTopic, demoLedgerTopic, demo.LedgerPoisonPartition,
+		demoClusterA, strings.Join(d.kafkaB.ListenAddrs(), ","), demoClusterB)
 }
 
 // displayAddr turns a listener address into one a browser can open.
