@@ -72,6 +72,9 @@ type router struct {
 type clusterPublisher struct {
 	name string
 	pub  *publisher
+	// breaker makes the cluster's records fail at once while it is down; only with several
+	// clusters, where they would hold the others' (with one, a batch just waits, as ever).
+	breaker bool
 	// downSince is the UnixNano when the cluster went down, 0 while it is up; probeAt is when
 	// the next probe may go.
 	downSince atomic.Int64
@@ -152,7 +155,7 @@ func newRouter(cfg Config, m *clusterMetrics) (*router, error) {
 			return nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
 		}
 		r.names = append(r.names, cl.Name)
-		r.pubs[cl.Name] = &clusterPublisher{name: cl.Name, pub: p}
+		r.pubs[cl.Name] = &clusterPublisher{name: cl.Name, pub: p, breaker: len(cfg.Clusters) > 1}
 		m.up.WithLabelValues(cl.Name).Set(1)
 	}
 	return r, nil
@@ -229,7 +232,7 @@ func (r *router) send(items []store.ResendItem) []error {
 // send sends items to the cluster unless it is down and no probe is due.
 func (cp *clusterPublisher) send(items []store.ResendItem) []error {
 	now := time.Now()
-	if cp.downSince.Load() != 0 {
+	if cp.breaker && cp.downSince.Load() != 0 {
 		probe := cp.probeAt.Load()
 		if now.UnixNano() < probe || !cp.probeAt.CompareAndSwap(probe, now.Add(clusterProbeInterval).UnixNano()) {
 			errs := make([]error, len(items))
@@ -258,8 +261,9 @@ func (cp *clusterPublisher) send(items []store.ResendItem) []error {
 	case unreported > 0:
 		err := errs[slices.IndexFunc(errs, isUnreachable)]
 		cp.lastErr.Store(&err)
+		// The next probe goes an interval after this one's answer (a send can take longer).
+		cp.probeAt.Store(time.Now().Add(clusterProbeInterval).UnixNano())
 		if cp.downSince.CompareAndSwap(0, now.UnixNano()) {
-			cp.probeAt.Store(now.Add(clusterProbeInterval).UnixNano())
 			cp.pub.log.Warn("kafka cluster unreachable: resends to it wait, the other clusters' go on", "cluster", cp.name, "error", err)
 		}
 	}
