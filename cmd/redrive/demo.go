@@ -162,7 +162,7 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 
 	scfg := serveConfig{
 		DatabaseURL: d.dsn,
-		GroupID: "redrive-demo", HTTPAddr: cfg.HTTPAddr, BatchSize: 500, BatchWait: 100 * time.Millisecond,
+		GroupID:     "redrive-demo", HTTPAddr: cfg.HTTPAddr, BatchSize: 500, BatchWait: 100 * time.Millisecond,
 		MaxEventSize: 16 << 20, StateMetricsInterval: 2 * time.Second, ShutdownTimeout: 15 * time.Second,
 		LogLevel: cfg.LogLevel, LogFormat: "text",
 		Clusters: []clusterConfig{
