@@ -45,6 +45,9 @@ type Failure struct {
 	SourceTopic     *string
 	SourcePartition *int32
 	SourceOffset    *int64
+	// Cluster is the Kafka cluster the intake read the failure from, where its resends go
+	// (DefaultCluster for rows stored before clusters had names).
+	Cluster string
 
 	// From the failed message's metadata, where known.
 	MessageID            *string
@@ -176,6 +179,9 @@ type FailureSummary struct {
 	EventCreated  time.Time
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+
+	// Cluster is the Kafka cluster the failure was read from.
+	Cluster string
 }
 
 // Position returns the list position of s.

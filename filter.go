@@ -39,6 +39,8 @@ type Filter struct {
 	// SourceTopic is the topic the failure was read from (error topic or dead-letter topic),
 	// exactly.
 	SourceTopic string
+	// Clusters keeps failures read from any of these Kafka clusters (ValidateClusterName).
+	Clusters []string
 	// GroupID keeps the failures of one group.
 	GroupID int64
 	// Key keeps failures whose original key is exactly these bytes; nil does not restrict.
@@ -100,7 +102,7 @@ func (f *Filter) PayloadBounded() bool {
 func (f *Filter) IsZero() bool {
 	return len(f.States) == 0 && len(f.Temporalities) == 0 && f.Topic == "" && f.PublisherSystem == "" &&
 		f.PublisherService == "" && f.ErrorCode == "" && f.MessageType == "" && f.GroupID == 0 &&
-		len(f.SourceFormats) == 0 && f.SourceTopic == "" &&
+		len(f.SourceFormats) == 0 && f.SourceTopic == "" && len(f.Clusters) == 0 &&
 		f.Key == nil && f.Search == "" && f.CreatedFrom.IsZero() && f.CreatedTo.IsZero() &&
 		f.KeyPrefix == nil && f.EventID == "" && f.IdempotenceID == "" && f.CausingMessage == "" && f.TraceID == "" &&
 		f.HeaderName == "" && f.HeaderValue == nil && f.StackTraceHash == "" && f.Ticket == "" && !f.NoTicket && f.Payload == nil
@@ -122,6 +124,9 @@ func (f *Filter) Validate() error {
 		if !sf.Valid() {
 			return &FilterError{Field: "source_format", Detail: fmt.Sprintf("%q is not a source format (mpfe, spring, connect, streams, raw)", clipText(string(sf)))}
 		}
+	}
+	if err := f.validateClusters(); err != nil {
+		return err
 	}
 	for _, c := range []struct{ field, value string }{
 		{"topic", f.Topic}, {"source_topic", f.SourceTopic}, {"publisher_system", f.PublisherSystem}, {"publisher_service", f.PublisherService},

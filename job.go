@@ -61,6 +61,9 @@ type Job struct {
 	StartedAt        *time.Time
 	FinishedAt       *time.Time
 	UpdatedAt        time.Time
+
+	// TargetCluster is the Kafka cluster a resend_to job sends to; nil: each failure's own.
+	TargetCluster *string
 }
 
 // Remaining is the number of items without an outcome.

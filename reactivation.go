@@ -30,8 +30,10 @@ const (
 // Reactivation is one run that feeds records of the service's own dead-letter topic back
 // through the intake, and its progress.
 type Reactivation struct {
-	ID        int64
-	Topic     string
+	ID    int64
+	Topic string
+	// Cluster is the Kafka cluster whose dead-letter topic the run reads.
+	Cluster   string
 	Principal string
 	Reason    *string
 	// Limit is the most records the run reads; nil for a run up to the end of the topic as it

@@ -68,4 +68,7 @@ type Source struct {
 	Topic     string
 	Partition int32
 	Offset    int64
+	// Cluster names the Kafka cluster the intake read the record from (ValidateClusterName).
+	// Empty means DefaultCluster.
+	Cluster string
 }

@@ -37,8 +37,10 @@ type failureSummary struct {
 	ValueNull bool `json:"value_null"`
 	// SourceFormat is the format of the topic the failure was read from (mpfe, spring,
 	// connect, streams, raw); SourceTopic that topic, null for failures stored before sources.
-	SourceFormat   string     `json:"source_format"`
-	SourceTopic    *string    `json:"source_topic"`
+	SourceFormat string  `json:"source_format"`
+	SourceTopic  *string `json:"source_topic"`
+	// Cluster is the Kafka cluster the failure was read from, where its resends go.
+	Cluster        string     `json:"cluster"`
 	MessageType    *string    `json:"message_type"`
 	CausingMessage string     `json:"causing_message"`
 	Attempt        int        `json:"attempt"`
@@ -58,7 +60,7 @@ func summaryJSON(s *redrive.FailureSummary) failureSummary {
 		ID: s.ID, State: string(s.State), StateReason: s.StateReason, Temporality: string(s.Temporality),
 		ErrorCode: s.ErrorCode, ErrorMessage: s.ErrorMessage, PublisherSystem: s.PublisherSystem,
 		PublisherService: s.PublisherService, Topic: s.Topic, Partition: position32(s.Partition), Offset: positionString(s.Offset),
-		ValueNull: s.ValueNull, SourceFormat: string(s.SourceFormat), SourceTopic: s.SourceTopic,
+		ValueNull: s.ValueNull, SourceFormat: string(s.SourceFormat), SourceTopic: s.SourceTopic, Cluster: s.Cluster,
 		MessageType: s.MessageType, CausingMessage: s.CausingMessage, Attempt: s.Attempt, GroupID: s.GroupID,
 		KeySize: s.KeySize, ValueSize: s.ValueSize, NextAttemptAt: s.NextAttemptAt, ResentAt: s.ResentAt,
 		ClosedAt: s.ClosedAt, EventCreated: s.EventCreated, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
@@ -326,7 +328,7 @@ func (a *api) getFailure(w http.ResponseWriter, r *http.Request) {
 			CausingMessage: f.CausingMessage, Attempt: f.Attempt, GroupID: f.GroupID, KeySize: keySize,
 			ValueSize: len(f.Value), NextAttemptAt: f.NextAttemptAt, ResentAt: f.ResentAt, ClosedAt: f.ClosedAt,
 			EventCreated: f.EventCreated, CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
-			ValueNull: f.ValueNull, SourceFormat: f.SourceFormat, SourceTopic: f.SourceTopic,
+			ValueNull: f.ValueNull, SourceFormat: f.SourceFormat, SourceTopic: f.SourceTopic, Cluster: f.Cluster,
 		}),
 		SourcePartition: f.SourcePartition, SourceOffset: optionalString64(f.SourceOffset),
 		ErrorDescription: f.ErrorDescription, StackTrace: f.StackTrace, StackTraceHash: f.StackTraceHash,

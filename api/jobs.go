@@ -17,17 +17,19 @@ type jobJSON struct {
 	ID     uuid.UUID `json:"id"`
 	Action string    `json:"action"`
 	// TargetTopic is where a resend_to job sends the failures; null for other actions.
-	TargetTopic *string          `json:"target_topic"`
-	State       redrive.JobState `json:"state"`
-	Principal   string           `json:"principal"`
-	Reason      *string          `json:"reason"`
-	Selection   map[string]any   `json:"selection"`
-	RateLimit   float64          `json:"rate_limit"`
-	Total       int64            `json:"total"`
-	Done        int64            `json:"done"`
-	Skipped     int64            `json:"skipped"`
-	Failed      int64            `json:"failed"`
-	Remaining   int64            `json:"remaining"`
+	TargetTopic *string `json:"target_topic"`
+	// TargetCluster is the Kafka cluster a resend_to job sends to; null: each failure's own.
+	TargetCluster *string          `json:"target_cluster"`
+	State         redrive.JobState `json:"state"`
+	Principal     string           `json:"principal"`
+	Reason        *string          `json:"reason"`
+	Selection     map[string]any   `json:"selection"`
+	RateLimit     float64          `json:"rate_limit"`
+	Total         int64            `json:"total"`
+	Done          int64            `json:"done"`
+	Skipped       int64            `json:"skipped"`
+	Failed        int64            `json:"failed"`
+	Remaining     int64            `json:"remaining"`
 	// Rate is the items acted on per second since the job started.
 	Rate             float64    `json:"rate"`
 	ETA              *time.Time `json:"eta"`
@@ -40,7 +42,7 @@ type jobJSON struct {
 
 func newJobJSON(v *operator.JobView) jobJSON {
 	j := v.Job
-	return jobJSON{ID: j.ID, Action: j.Action, TargetTopic: j.TargetTopic, State: j.State, Principal: j.Principal, Reason: j.Reason,
+	return jobJSON{ID: j.ID, Action: j.Action, TargetTopic: j.TargetTopic, TargetCluster: j.TargetCluster, State: j.State, Principal: j.Principal, Reason: j.Reason,
 		Selection: j.Selection, RateLimit: j.RateLimit, Total: j.Total, Done: j.Done, Skipped: j.Skipped,
 		Failed: j.Failed, Remaining: j.Remaining(), Rate: v.Rate, ETA: v.ETA, CreatedAt: j.CreatedAt,
 		PreviewExpiresAt: j.PreviewExpiresAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, UpdatedAt: j.UpdatedAt}
@@ -70,6 +72,8 @@ type jobBody struct {
 	RateLimit float64               `json:"rate_limit"`
 	// TargetTopic is the topic of a resend_to job.
 	TargetTopic string `json:"target_topic"`
+	// TargetCluster is the Kafka cluster of a resend_to job; empty: each failure's own.
+	TargetCluster string `json:"target_cluster"`
 }
 
 // previewJSON is the answer to POST /jobs.
@@ -87,7 +91,7 @@ func (a *api) previewJob(w http.ResponseWriter, r *http.Request) {
 		err = a.decodeBody(w, r, &body, false)
 	}
 	req := operator.JobRequest{Action: body.Action, Principal: principal(r).Name, Reason: deref(body.Reason), RateLimit: body.RateLimit,
-		TargetTopic: body.TargetTopic, Payload: reader(r).Payload}
+		TargetTopic: body.TargetTopic, TargetCluster: body.TargetCluster, Payload: reader(r).Payload}
 	if err == nil {
 		req.Selection, err = selectionOf(body.IDs, body.Filter, operator.MaxJobIDs, "job")
 	}

@@ -13,6 +13,7 @@ import (
 type reactivationJSON struct {
 	ID           int64                     `json:"id"`
 	Topic        string                    `json:"topic"`
+	Cluster      string                    `json:"cluster"`
 	Principal    string                    `json:"principal"`
 	Reason       *string                   `json:"reason"`
 	Limit        *int64                    `json:"limit"`
@@ -30,7 +31,7 @@ type reactivationJSON struct {
 }
 
 func newReactivationJSON(r *redrive.Reactivation) reactivationJSON {
-	return reactivationJSON{ID: r.ID, Topic: r.Topic, Principal: r.Principal, Reason: r.Reason, Limit: r.Limit,
+	return reactivationJSON{ID: r.ID, Topic: r.Topic, Cluster: r.Cluster, Principal: r.Principal, Reason: r.Reason, Limit: r.Limit,
 		UpToNow: r.UpToNow, State: r.State, Read: r.Read, Reingested: r.Reingested, Duplicates: r.Duplicates,
 		StillFailing: r.StillFailing, Error: r.Error, StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
 }
@@ -40,6 +41,7 @@ type reactivateBody struct {
 	Limit   int64   `json:"limit"`
 	UpToNow bool    `json:"up_to_now"`
 	Reason  *string `json:"reason"`
+	Cluster string  `json:"cluster"`
 }
 
 // reactivate serves POST /dead-letters/reactivations (admin).
@@ -54,7 +56,7 @@ func (a *api) reactivate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run, err := a.core.Reactivate(r.Context(), operator.ReactivateRequest{Principal: principal(r).Name, Reason: deref(body.Reason),
-		Limit: body.Limit, UpToNow: body.UpToNow})
+		Limit: body.Limit, UpToNow: body.UpToNow, Cluster: body.Cluster})
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -49,6 +49,10 @@ type Config struct {
 	// avro.DefaultMaxSize.
 	Codec *avro.Codec
 
+	// Cluster names the Kafka cluster the intake reads (store.ValidateClusterName): every
+	// failure it stores records it, and its resends go back there. Defaults to
+	// store.DefaultCluster. One Intake reads one cluster; run one per cluster.
+	Cluster string
 	// Bootstrap is the Kafka bootstrap.servers list. Required.
 	Bootstrap string
 	// Topic is the error topic of MessageProcessingFailedEvents: the same as a Source of format
@@ -134,6 +138,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.GroupID == "" {
 		c.GroupID = DefaultGroupID
 	}
+	if c.Cluster == "" {
+		c.Cluster = store.DefaultCluster
+	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
@@ -187,6 +194,9 @@ func (c Config) validate() error {
 	}
 	if c.Bootstrap == "" {
 		bad("Bootstrap is required")
+	}
+	if err := store.ValidateClusterName(c.Cluster); err != nil {
+		bad("Cluster %v", err)
 	}
 	if c.Topic == "" && len(c.Sources) == 0 {
 		bad("Topic or Sources is required")

@@ -66,8 +66,8 @@ func (in *Intake) decode(msg *kafka.Message) *record {
 
 // decodeSource decodes msg, a record of src's topic.
 func decodeSource(src *Source, codec *avro.Codec, msg *kafka.Message, now time.Time) *record {
-	if src.Format == redrive.SourceMPFE {
-		return decodeMPFE(codec, msg)
+	if src.Format == store.SourceMPFE {
+		return decodeMPFE(codec, msg, src.cluster)
 	}
 	r := &record{msg: msg, format: src.Format}
 	inc, err := src.foreignIncoming(dltRecordOf(msg), now)
@@ -104,8 +104,8 @@ func dltRecordOf(msg *kafka.Message) *dltRecord {
 }
 
 // decodeMPFE turns a record of an error topic into a prepared failure, or marks it bad.
-func decodeMPFE(codec *avro.Codec, msg *kafka.Message) *record {
-	r := &record{msg: msg, format: redrive.SourceMPFE}
+func decodeMPFE(codec *avro.Codec, msg *kafka.Message, cluster string) *record {
+	r := &record{msg: msg, format: store.SourceMPFE}
 	topic := deref(msg.TopicPartition.Topic)
 	e, err := codec.DecodeEvent(topic, msg.Value)
 	if err != nil {
@@ -134,7 +134,8 @@ func decodeMPFE(codec *avro.Codec, msg *kafka.Message) *record {
 	}
 	p, err := store.Prepare(store.Incoming{
 		Event: e, Headers: hs, ValueNull: valueNull,
-		Source: redrive.Source{Format: redrive.SourceMPFE, Topic: topic, Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset)},
+		Source: store.Source{Format: store.SourceMPFE, Topic: topic, Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset),
+			Cluster: cluster},
 	})
 	if err != nil {
 		r.reject(checkData, err)

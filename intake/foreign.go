@@ -332,6 +332,6 @@ func (s *Source) foreignIncoming(r *dltRecord, now time.Time) (store.Incoming, e
 		Event:     e,
 		Headers:   r.Headers,
 		ValueNull: r.Value == nil,
-		Source:    redrive.Source{Format: s.Format, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
+		Source:    store.Source{Format: s.Format, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Cluster: s.cluster},
 	}, nil
 }

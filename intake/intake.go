@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/internal/kafkalog"
 )
@@ -50,18 +51,33 @@ func New(cfg Config) (*Intake, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registerer)
+	// Each intake's metrics carry its cluster: a bounded label, one value per configured
+	// cluster, so that the intakes of several clusters register side by side.
+	m, err := newMetrics(prometheus.WrapRegistererWith(prometheus.Labels{"cluster": cfg.Cluster}, cfg.Registerer))
 	if err != nil {
 		return nil, err
 	}
-	in := &Intake{cfg: cfg, log: cfg.Logger.With("component", "intake"), metrics: m, sources: map[string]*Source{}}
+	in := &Intake{cfg: cfg, log: cfg.Logger.With("component", "intake", "cluster", cfg.Cluster), metrics: m, sources: map[string]*Source{}}
 	in.tracer = newIntakeTracer(cfg.TracerProvider, cfg.GroupID)
 	for _, src := range cfg.sources() {
 		src.hashes = &traceHashes{}
+		src.cluster = cfg.Cluster
 		in.sources[src.Topic] = &src
 		in.topics = append(in.topics, src.Topic)
 	}
 	return in, nil
+}
+
+// Cluster returns the name of the Kafka cluster the intake reads (Config.Cluster).
+func (in *Intake) Cluster() string { return in.cfg.Cluster }
+
+// KafkaErr returns the last failure to reach the cluster's brokers, nil while they answer: the
+// part of Ready that concerns the cluster alone.
+func (in *Intake) KafkaErr() error {
+	if p := in.kafkaErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Ready returns nil when the intake runs and can store what it reads: not while a write to

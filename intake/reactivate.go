@@ -42,6 +42,9 @@ type ReactivatorConfig struct {
 	// Codec decodes the dead-letter events and the error topics' events. Defaults to a codec
 	// without schema registry. Give it the intake's codec, with the registry.
 	Codec *avro.Codec
+	// Cluster names the Kafka cluster of the dead-letter topic and of the sources
+	// (Config.Cluster). Defaults to store.DefaultCluster.
+	Cluster string
 	// Bootstrap is the Kafka bootstrap.servers list. Required.
 	Bootstrap string
 	// ConsumerConfig holds extra librdkafka settings of the reader (security, tuning).
@@ -115,6 +118,9 @@ func NewReactivator(cfg ReactivatorConfig) (*Reactivator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Cluster == "" {
+		cfg.Cluster = store.DefaultCluster
+	}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("invalid config: "+format, args...)) }
 	if cfg.Store == nil {
@@ -129,6 +135,9 @@ func NewReactivator(cfg ReactivatorConfig) (*Reactivator, error) {
 	if cfg.DeadLetterTopic == "" {
 		bad("DeadLetterTopic is required")
 	}
+	if err := store.ValidateClusterName(cfg.Cluster); err != nil {
+		bad("Cluster %v", err)
+	}
 	if cfg.BatchSize < 0 || cfg.BatchSize > MaxBatchSize {
 		bad("BatchSize %d must be between 1 and %d", cfg.BatchSize, MaxBatchSize)
 	}
@@ -140,7 +149,7 @@ func NewReactivator(cfg ReactivatorConfig) (*Reactivator, error) {
 	if len(srcs) == 0 {
 		bad("Topic or Sources is required")
 	}
-	r := &Reactivator{cfg: cfg, log: cfg.Logger.With("component", "reactivator"), sources: map[string]*Source{}}
+	r := &Reactivator{cfg: cfg, log: cfg.Logger.With("component", "reactivator", "cluster", cfg.Cluster), sources: map[string]*Source{}}
 	for _, s := range srcs {
 		if err := s.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("invalid config: %w", err))
@@ -149,6 +158,7 @@ func NewReactivator(cfg ReactivatorConfig) (*Reactivator, error) {
 			bad("DeadLetterTopic %q is a source topic", s.Topic)
 		}
 		s.hashes = &traceHashes{}
+		s.cluster = cfg.Cluster
 		r.sources[s.Topic] = &s
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -164,7 +174,7 @@ func NewReactivator(cfg ReactivatorConfig) (*Reactivator, error) {
 func (in *Intake) NewReactivator() (*Reactivator, error) {
 	c := in.cfg
 	return NewReactivator(ReactivatorConfig{
-		Store: c.Store, NextAttempt: c.NextAttempt, Codec: c.Codec, Bootstrap: c.Bootstrap, ConsumerConfig: c.ConsumerConfig,
+		Store: c.Store, NextAttempt: c.NextAttempt, Codec: c.Codec, Cluster: c.Cluster, Bootstrap: c.Bootstrap, ConsumerConfig: c.ConsumerConfig,
 		DeadLetterTopic: c.DeadLetterTopic, Topic: c.Topic, Sources: c.Sources, BatchSize: min(c.BatchSize, DefaultReactivateBatchSize),
 		Logger: c.Logger, Now: c.Now,
 	})
@@ -186,7 +196,7 @@ func (r *Reactivator) Start(ctx context.Context, req ReactivateRequest) (*redriv
 		return nil, errors.New("reactivate: the reactivator is closed")
 	}
 	run, from, err := r.cfg.Store.StartReactivation(ctx, store.StartReactivationParams{
-		Topic: r.cfg.DeadLetterTopic, Principal: req.Principal, Reason: req.Reason, Limit: req.Limit, UpToNow: req.UpToNow,
+		Topic: r.cfg.DeadLetterTopic, Cluster: r.cfg.Cluster, Principal: req.Principal, Reason: req.Reason, Limit: req.Limit, UpToNow: req.UpToNow,
 		StaleAfter: r.cfg.StaleAfter,
 	})
 	if err != nil {
@@ -503,3 +513,6 @@ func unwrapDeadLetter(codec *avro.Codec, topic string, value []byte) (*kafka.Mes
 	}
 	return m, nil
 }
+
+// Cluster returns the name of the Kafka cluster whose dead-letter topic the reactivator reads.
+func (r *Reactivator) Cluster() string { return r.cfg.Cluster }

@@ -70,6 +70,9 @@ type Source struct {
 	// hashes remembers the stack-trace hashes of the source's recent failures; set by the
 	// intake and the reactivator.
 	hashes *traceHashes
+	// cluster is the Kafka cluster the source's topic is on (Config.Cluster); set by the
+	// intake and the reactivator.
+	cluster string
 }
 
 // String returns the source in its text form.

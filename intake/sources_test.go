@@ -344,7 +344,7 @@ func TestDecodeMPFETombstone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := decodeMPFE(codec, &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 2, Offset: 9}, Value: b})
+		r := decodeMPFE(codec, &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 2, Offset: 9}, Value: b}, "")
 		if r.bad() {
 			t.Fatalf("%s: %v", tt.name, r.err)
 		}

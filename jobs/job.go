@@ -351,6 +351,9 @@ func (j *jobRun) prepare(items []store.JobBatchItem, records []store.ResendItem)
 		if j.job.Action == actionResendTo && j.job.TargetTopic != nil && rec.Topic != *j.job.TargetTopic {
 			rec.Topic, rec.Partition = *j.job.TargetTopic, redrive.UnknownPosition
 		}
+		if j.job.Action == actionResendTo && j.job.TargetCluster != nil && rec.Destination() != *j.job.TargetCluster {
+			rec.TargetCluster, rec.Partition = *j.job.TargetCluster, store.UnknownPosition
+		}
 		rec.Headers = withTag(rec.Headers, tag(j.job.ID, it.Seq))
 		sendable[i] = rec
 	}
@@ -433,6 +436,9 @@ func (j *jobRun) audit() (*store.AuditEntry, map[store.JobItemOutcome]map[string
 	if j.job.TargetTopic != nil {
 		details["target_topic"] = *j.job.TargetTopic
 	}
+	if j.job.TargetCluster != nil {
+		details["target_cluster"] = *j.job.TargetCluster
+	}
 	return &store.AuditEntry{Action: resendtype.AuditActionRetry, Principal: j.job.Principal, Reason: j.job.Reason, Details: details},
 		map[store.JobItemOutcome]map[string]any{
 			store.JobItemDone:   {"outcome": string(resendtype.OutcomeResent)},
@@ -466,7 +472,7 @@ func (j *jobRun) recoverClaim(ctx context.Context, c store.JobClaim, send bool) 
 	tagged := make([]resendtype.Tagged, 0, len(sendable))
 	for i, rec := range sendable {
 		if rec != nil {
-			tagged = append(tagged, resendtype.Tagged{Topic: rec.Topic, Partition: rec.Partition, Tag: tag(c.JobID, c.Items[i].Seq)})
+			tagged = append(tagged, resendtype.Tagged{Cluster: rec.Destination(), Topic: rec.Topic, Partition: rec.Partition, Tag: tag(c.JobID, c.Items[i].Seq)})
 		}
 	}
 	// The claim's records were produced after the claim (by the same instance's clock); a

@@ -48,6 +48,7 @@ const (
 	ParamPayloadB64      = "payload_base64"    // the original value contains these bytes, in base64
 	ParamSourceFormat    = "source_format"     // repeatable: mpfe, spring, connect, streams, raw
 	ParamSourceTopic     = "source_topic"      // the topic the failure was read from, exactly
+	ParamCluster         = "cluster"           // repeatable: the Kafka cluster the failure was read from
 )
 
 // FilterParams lists the filter parameters in the order FilterValues writes them.
@@ -56,12 +57,12 @@ var FilterParams = []string{
 	ParamMessageType, ParamGroupID, ParamKey, ParamKeyBase64, ParamSearch, ParamCreatedFrom, ParamCreatedTo,
 	ParamKeyPrefix, ParamKeyPrefixB64, ParamEventID, ParamIdempotenceID, ParamCausingEventID, ParamTraceID,
 	ParamHeader, ParamStackTraceHash, ParamTicket, ParamNoTicket, ParamPayload, ParamPayloadB64,
-	ParamSourceFormat, ParamSourceTopic,
+	ParamSourceFormat, ParamSourceTopic, ParamCluster,
 }
 
 // Repeatable reports whether a filter parameter may be given more than once.
 func Repeatable(param string) bool {
-	return param == ParamState || param == ParamTemporality || param == ParamSourceFormat
+	return param == ParamState || param == ParamTemporality || param == ParamSourceFormat || param == ParamCluster
 }
 
 // ParseFilter reads a filter from URL query or form values: the one parser of filters, for
@@ -83,6 +84,10 @@ func ParseFilter(v url.Values) (redrive.Filter, error) {
 		return redrive.Filter{}, err
 	}
 	f.SourceTopic = strings.TrimSpace(v.Get(ParamSourceTopic))
+	validCluster := func(c string) bool { return redrive.ValidateClusterName(c) == nil }
+	if f.Clusters, err = parseEnums(v[ParamCluster], ParamCluster, strings.TrimSpace, validCluster, "a cluster name (lower-case letters, digits, '-' and '_')"); err != nil {
+		return redrive.Filter{}, err
+	}
 	for _, p := range []struct {
 		name string
 		dst  *string
@@ -239,6 +244,9 @@ func FilterValues(f redrive.Filter) url.Values {
 	if f.SourceTopic != "" {
 		v.Set(ParamSourceTopic, f.SourceTopic)
 	}
+	for _, c := range f.Clusters {
+		v.Add(ParamCluster, c)
+	}
 	for _, p := range []struct{ name, value string }{
 		{ParamTopic, f.Topic}, {ParamPublisherSystem, f.PublisherSystem}, {ParamPublisherSvc, f.PublisherService},
 		{ParamErrorCode, f.ErrorCode}, {ParamMessageType, f.MessageType}, {ParamSearch, f.Search},
@@ -341,6 +349,7 @@ type FilterInput struct {
 	PayloadBase64   string     `json:"payload_base64,omitzero"`
 	SourceFormat    StringList `json:"source_format,omitzero"`
 	SourceTopic     string     `json:"source_topic,omitzero"`
+	Cluster         StringList `json:"cluster,omitzero"`
 }
 
 // StringList is a JSON string or array of strings.
@@ -376,6 +385,7 @@ func (in *FilterInput) Filter() (redrive.Filter, error) {
 	v[ParamState] = in.State
 	v[ParamTemporality] = in.Temporality
 	v[ParamSourceFormat] = in.SourceFormat
+	v[ParamCluster] = in.Cluster
 	for name, s := range map[string]string{
 		ParamTopic: in.Topic, ParamPublisherSystem: in.PublisherSystem, ParamPublisherSvc: in.PublisherSvc,
 		ParamErrorCode: in.ErrorCode, ParamMessageType: in.MessageType, ParamSearch: in.Q,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive"
@@ -43,6 +44,10 @@ type JobRequest struct {
 	RateLimit float64
 	// TargetTopic is the topic of a ResendTo job: it must be in Config.RepairTopics.
 	TargetTopic string
+	// TargetCluster is the Kafka cluster of a ResendTo job; "" is each failure's own. Another
+	// cluster must be reachable from every cluster the selection may hold along an allowed
+	// route (Config.CrossCluster).
+	TargetCluster string
 	// Payload is the asker's payload permission: a filter's criteria follow the
 	// confidentiality policy (as ListRequest.Reader), and so does the preview's selection.
 	Payload bool
@@ -75,6 +80,8 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 		return nil, invalid("target_topic", "%q is not among the topics failures may be sent to (-repair-topics)", clip.Text(req.TargetTopic, clip.Default))
 	case req.Action != ResendTo && req.TargetTopic != "":
 		return nil, invalid("target_topic", "only a resend_to job has a target topic")
+	case req.Action != ResendTo && req.TargetCluster != "":
+		return nil, invalid("target_cluster", "only a resend_to job has a target cluster")
 	case reason == "" && req.Action == Close:
 		return nil, invalid("reason", "required: say why the failures are closed")
 	case req.RateLimit != 0 && !(req.RateLimit >= MinJobRate && req.RateLimit <= MaxJobRate):
@@ -105,6 +112,9 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 	default:
 		described["ids"] = len(store.DistinctIDs(sel.IDs))
 	}
+	if err := c.checkTargetCluster(req.TargetCluster, sel.Filter); err != nil {
+		return nil, err
+	}
 	if req.Principal == "" {
 		return nil, errors.New("preview job: a principal is required")
 	}
@@ -117,8 +127,13 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 	if req.TargetTopic != "" {
 		target = &req.TargetTopic
 	}
+	var targetCluster *string
+	if req.TargetCluster != "" {
+		targetCluster = &req.TargetCluster
+		described["target_cluster"] = req.TargetCluster
+	}
 	job, err := c.store.CreateJob(qctx, store.CreateJobParams{
-		Action: string(req.Action), TargetTopic: target, Filter: sel.Filter, IDs: sel.IDs, Principal: req.Principal, Reason: reason,
+		Action: string(req.Action), TargetTopic: target, TargetCluster: targetCluster, Filter: sel.Filter, IDs: sel.IDs, Principal: req.Principal, Reason: reason,
 		Selection: described, RateLimit: req.RateLimit, Token: token, Now: now, ExpiresAt: now.Add(c.cfg.PreviewTTL),
 	})
 	if err != nil {
@@ -371,4 +386,31 @@ func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor
 		page.Next = encodeAuditCursor(*next)
 	}
 	return page, nil
+}
+
+// checkTargetCluster refuses a target cluster that is not configured, or that a failure of the
+// selection could reach only along a route that is not allowed: the selection's clusters are
+// those its filter names, else every configured cluster.
+func (c *Core) checkTargetCluster(target string, f *store.Filter) error {
+	if target == "" {
+		return nil
+	}
+	clusters := c.Clusters()
+	if !slices.Contains(clusters, target) {
+		return invalid("target_cluster", "%q is not a configured cluster (%s)", clip.Text(target, clip.Default), strings.Join(clusters, ", "))
+	}
+	from := clusters
+	if f != nil && len(f.Clusters) > 0 {
+		from = f.Clusters
+	}
+	for _, src := range from {
+		if src == target {
+			continue
+		}
+		if c.cfg.CrossCluster == nil || !c.cfg.CrossCluster(src, target) {
+			return invalid("target_cluster", "resends from cluster %q to cluster %q are not allowed (cross_cluster in the clusters file); filter by cluster to select failures of allowed clusters only",
+				clip.Text(src, clip.Default), target)
+		}
+	}
+	return nil
 }

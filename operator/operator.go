@@ -71,6 +71,14 @@ type Config struct {
 	Reactivate func(context.Context, ReactivateRequest) (*redrive.Reactivation, error)
 	// DeadLetterTopic is the service's own dead-letter topic, whose reactivations are listed.
 	DeadLetterTopic string
+	// Clusters are the names of the configured Kafka clusters, the first the default of a
+	// reactivation. With more than one, the reactivations of every cluster's dead-letter topic
+	// are listed, and a reactivation names its cluster. Empty means the one cluster
+	// store.DefaultCluster.
+	Clusters []string
+	// CrossCluster reports whether a failure read from cluster from may be resent to cluster
+	// to (resend.Resender.CrossClusterAllowed). Nil allows no resend to another cluster.
+	CrossCluster func(from, to string) bool
 	// OpenTicket opens an issue for a group in a tracker (ticket.Jira.Create) and returns its
 	// key. When nil, OpenTicket wraps redrive.ErrUnavailable.
 	OpenTicket func(context.Context, *redrive.Group) (string, error)

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redrive/redrive/internal/clip"
 
 	"github.com/redrive/redrive"
 )
@@ -16,6 +20,9 @@ type ReactivateRequest struct {
 	Reason    string
 	Limit     int64
 	UpToNow   bool
+	// Cluster is the Kafka cluster whose dead-letter topic to read; "" is the first configured
+	// (Config.Clusters).
+	Cluster string
 }
 
 // MaxReactivateLimit bounds the records one reactivation reads when given a limit.
@@ -38,6 +45,13 @@ func (c *Core) Reactivate(ctx context.Context, req ReactivateRequest) (*redrive.
 		return nil, invalid("limit", "%d is not from 1 to %d", req.Limit, MaxReactivateLimit)
 	case c.cfg.Reactivate == nil:
 		return nil, fmt.Errorf("%w: this server does not reactivate its dead-letter topic", redrive.ErrUnavailable)
+	}
+	clusters := c.Clusters()
+	if req.Cluster == "" {
+		req.Cluster = clusters[0]
+	}
+	if !slices.Contains(clusters, req.Cluster) {
+		return nil, invalid("cluster", "%q is not a configured cluster (%s)", clip.Text(req.Cluster, clip.Default), strings.Join(clusters, ", "))
 	}
 	req.Reason = reason
 	run, err := c.cfg.Reactivate(context.WithoutCancel(ctx), req)
@@ -68,12 +82,15 @@ func (c *Core) Reactivations(ctx context.Context, limit int, cursor string) (*Re
 		}
 	}
 	page := &ReactivationPage{Items: []redrive.Reactivation{}}
-	if c.cfg.DeadLetterTopic == "" {
+	topic := c.cfg.DeadLetterTopic
+	if len(c.cfg.Clusters) > 1 {
+		topic = "" // every cluster's
+	} else if topic == "" {
 		return page, nil
 	}
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
-	runs, more, err := c.store.ListReactivations(ctx, c.cfg.DeadLetterTopic, before, limit)
+	runs, more, err := c.store.ListReactivations(ctx, topic, before, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -103,4 +120,13 @@ func (c *Core) Reactivation(ctx context.Context, id int64) (*ReactivationView, e
 		return nil, err
 	}
 	return &ReactivationView{Reactivation: r, Audit: audit}, nil
+}
+
+// Clusters returns the names of the configured Kafka clusters (Config.Clusters), at least
+// redrive.DefaultCluster.
+func (c *Core) Clusters() []string {
+	if len(c.cfg.Clusters) == 0 {
+		return []string{redrive.DefaultCluster}
+	}
+	return slices.Clone(c.cfg.Clusters)
 }

@@ -53,6 +53,14 @@ type Config struct {
 	// over the defaults. enable.idempotence and acks cannot be weakened: a resend is idempotent
 	// and waits for all in-sync replicas.
 	Producer kafka.ConfigMap
+	// Clusters are the Kafka clusters resends go to, each failure's to the cluster it was read
+	// from (store.ResendItem.Cluster): one producer per cluster. Empty means one cluster,
+	// store.DefaultCluster, of Brokers and Producer; given, Brokers is not used and Producer
+	// holds the settings common to every cluster.
+	Clusters []Cluster
+	// CrossCluster allows resends of a failure to a topic of another cluster than its own
+	// (ManualRequest.TargetCluster), per pair of clusters; none is allowed without it.
+	CrossCluster []Route
 
 	// ServiceName is this service's name, written to the jeap_eh_error_handling_service header
 	// of every resent record. Defaults to "redrive".
@@ -196,7 +204,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Producer == nil {
 		c.Producer = kafka.ConfigMap{}
 	}
-	if c.Brokers == "" {
+	errs = append(errs, c.validateClusters()...)
+	if c.Brokers == "" && len(c.Clusters) == 0 {
 		if v, _ := c.Producer.Get("bootstrap.servers", ""); v == "" {
 			bad("Brokers is required")
 		}

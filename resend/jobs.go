@@ -58,6 +58,8 @@ const deliveredMaxWait = 2 * time.Minute
 // tags (resendtype.HeaderJobItem header values) it found. A job that resumes after a crash
 // asks it about its in-flight records, so that it neither sends one twice nor counts one
 // sent that was not. It returns an error when it cannot read every partition to its end.
+//
+// Each record is looked for on its cluster (resendtype.Tagged.Cluster).
 func (r *Resender) Delivered(ctx context.Context, since time.Time, records []resendtype.Tagged) (map[string]bool, error) {
 	found := map[string]bool{}
 	if len(records) == 0 {
@@ -65,6 +67,32 @@ func (r *Resender) Delivered(ctx context.Context, since time.Time, records []res
 	}
 	ctx, cancel := context.WithTimeout(ctx, deliveredMaxWait)
 	defer cancel()
+	byCluster := map[string][]resendtype.Tagged{}
+	for _, rec := range records {
+		byCluster[clusterOf(rec.Cluster)] = append(byCluster[clusterOf(rec.Cluster)], rec)
+	}
+	for name, recs := range byCluster {
+		pc, ok := r.s.pub.producerConfigOf(name)
+		if !ok {
+			return nil, fmt.Errorf("delivered: %w: %q", ErrClusterUnknown, name)
+		}
+		f, err := r.deliveredOn(ctx, pc, since, recs)
+		if err != nil {
+			if len(byCluster) > 1 {
+				err = fmt.Errorf("cluster %s: %w", name, err)
+			}
+			return nil, err
+		}
+		for tag := range f {
+			found[tag] = true
+		}
+	}
+	return found, nil
+}
+
+// deliveredOn is Delivered for the records of one cluster, whose producer has the settings pc.
+func (r *Resender) deliveredOn(ctx context.Context, pc kafka.ConfigMap, since time.Time, records []resendtype.Tagged) (map[string]bool, error) {
+	found := map[string]bool{}
 	want := map[string]bool{}
 	parts := map[string]map[int32]bool{} // nil: every partition of the topic
 	for _, rec := range records {
@@ -89,7 +117,7 @@ func (r *Resender) Delivered(ctx context.Context, since time.Time, records []res
 		"isolation.level":      "read_uncommitted",
 		kafkalog.Enable:        true,
 	}
-	for k, v := range r.s.cfg.producerConfig() {
+	for k, v := range pc {
 		if !producerOnly[k] {
 			cfg[k] = v
 		}

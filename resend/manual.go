@@ -81,7 +81,9 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 	case req.Principal == "":
 		return ManualResult{}, fmt.Errorf("%w: a principal is required", redrive.ErrInvalidRequest)
 	case len(ids) > r.s.cfg.MaxManualIDs:
-		return ManualResult{}, fmt.Errorf("%w: %d ids, at most %d per request", redrive.ErrInvalidRequest, len(ids), r.s.cfg.MaxManualIDs)
+		return ManualResult{}, fmt.Errorf("%w: %d ids, at most %d per request", ErrInvalidRequest, len(ids), r.s.cfg.MaxManualIDs)
+	case req.TargetCluster != "" && !r.s.pub.known(req.TargetCluster):
+		return ManualResult{}, fmt.Errorf("%w: target cluster %q is not configured", ErrInvalidRequest, req.TargetCluster)
 	}
 	items := make([]ItemResult, len(ids))
 	for i, id := range ids {
@@ -109,8 +111,11 @@ func (r *Resender) ResendIDs(ctx context.Context, ids []uuid.UUID, req ManualReq
 			break
 		}
 		var edit func(*store.ResendItem)
-		if req.TargetTopic != "" || len(req.Headers) > 0 {
+		if req.TargetTopic != "" || req.TargetCluster != "" || len(req.Headers) > 0 {
 			edit = func(it *store.ResendItem) {
+				if req.TargetCluster != "" && req.TargetCluster != it.Destination() {
+					it.TargetCluster, it.Partition = req.TargetCluster, store.UnknownPosition
+				}
 				if req.TargetTopic != "" && it.Topic != req.TargetTopic {
 					it.Topic, it.Partition = req.TargetTopic, redrive.UnknownPosition
 				}
@@ -224,6 +229,9 @@ func auditEntries(items []ItemResult, req ManualRequest, service, trigger string
 		details["outcome"], details["trigger"], details["resending_service"] = string(it.Outcome), trigger, service
 		if req.TargetTopic != "" {
 			details["target_topic"] = req.TargetTopic
+		}
+		if req.TargetCluster != "" {
+			details["target_cluster"] = req.TargetCluster
 		}
 		if it.State != "" {
 			details["from_state"] = string(it.State)

@@ -27,7 +27,7 @@ const markTimeout = 30 * time.Second
 type Scheduler struct {
 	cfg      Config
 	store    *store.Store
-	pub      *publisher
+	pub      *router
 	metrics  *metrics
 	resender *Resender
 	running  atomic.Bool
@@ -43,7 +43,11 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register resend metrics: %w", err)
 	}
-	pub, err := newPublisher(cfg)
+	cm, err := newClusterMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("register resend metrics: %w", err)
+	}
+	pub, err := newRouter(cfg, cm)
 	if err != nil {
 		return nil, err
 	}

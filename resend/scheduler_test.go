@@ -297,9 +297,9 @@ func TestFatalProducerErrorReplacesProducer(t *testing.T) {
 	const topic = "orders"
 	e := newEnv(t, map[string]int{topic: 1})
 	s := e.scheduler(t, nil)
-	s.pub.mu.RLock()
-	old := s.pub.producer
-	s.pub.mu.RUnlock()
+	s.pub.pubs[store.DefaultCluster].pub.mu.RLock()
+	old := s.pub.pubs[store.DefaultCluster].pub.producer
+	s.pub.pubs[store.DefaultCluster].pub.mu.RUnlock()
 	old.TestFatalError(kafka.ErrOutOfOrderSequenceNumber, "injected by the test")
 	waitFor(t, 10*time.Second, "the fatal error", func() bool { return old.GetFatalError() != nil })
 
@@ -310,9 +310,9 @@ func TestFatalProducerErrorReplacesProducer(t *testing.T) {
 	if f := e.failure(t, id); f.State != redrive.StateResent {
 		t.Fatalf("state %s, want RESENT", f.State)
 	}
-	s.pub.mu.RLock()
-	replaced := s.pub.producer != old
-	s.pub.mu.RUnlock()
+	s.pub.pubs[store.DefaultCluster].pub.mu.RLock()
+	replaced := s.pub.pubs[store.DefaultCluster].pub.producer != old
+	s.pub.pubs[store.DefaultCluster].pub.mu.RUnlock()
 	if !replaced {
 		t.Fatal("the producer was not replaced")
 	}

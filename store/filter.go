@@ -65,7 +65,7 @@ func genericPlan(f *Filter) bool {
 // ticket, time range), else the failures view, which joins each state with its record.
 func countSource(f *Filter) string {
 	if f.PublisherSystem == "" && f.PublisherService == "" && f.ErrorCode == "" && f.MessageType == "" &&
-		len(f.SourceFormats) == 0 && f.SourceTopic == "" && f.Key == nil && f.Search == "" && f.KeyPrefix == nil &&
+		len(f.SourceFormats) == 0 && f.SourceTopic == "" && len(f.Clusters) == 0 && f.Key == nil && f.Search == "" && f.KeyPrefix == nil &&
 		f.EventID == "" && f.IdempotenceID == "" && f.CausingMessage == "" && f.TraceID == "" && f.HeaderName == "" &&
 		f.HeaderValue == nil && f.StackTraceHash == "" && f.Payload == nil {
 		return "failure_states"
@@ -126,6 +126,9 @@ func conditions(f *Filter, args *sqlArgs) []string {
 			// migration 024); saying so lets the generic plan use that index.
 			c = append(c, "f.source_format <> 'mpfe'")
 		}
+	}
+	if len(f.Clusters) > 0 {
+		c = append(c, "f.cluster = ANY("+args.add(f.Clusters)+"::text[])")
 	}
 	if f.GroupID != 0 {
 		c = append(c, "f.group_id = "+args.add(f.GroupID))

@@ -440,6 +440,7 @@ var recordColumns = []string{
 	"original_topic", "original_partition", "original_offset", "original_key", "original_value", "header_names", "header_values",
 	"message_id", "message_idempotence_id", "message_created", "message_system", "message_service", "message_type", "message_type_version",
 	"causing_message", "attempt", "source_format", "source_topic", "source_partition", "source_offset",
+	"cluster",
 }
 
 // record returns the failure_records row of r for recordColumns; traceRef is the stack
@@ -472,6 +473,7 @@ func (r *ingestRow) record(o *IngestOutcome, traceRef []byte, now time.Time) []a
 		r.headerNames, r.headerValues,
 		md.EventID, md.IdempotenceID, md.Created, md.System, md.Service, md.MessageTypeName, md.MessageTypeVersion,
 		r.causingMessage, o.Attempt, string(sourceFormat(src)), srcTopic, srcPartition, srcOffset,
+		sourceCluster(src),
 	}
 }
 

@@ -31,10 +31,13 @@ type CreateJobParams struct {
 	Token     []byte
 	Now       time.Time
 	ExpiresAt time.Time
+
+	// TargetCluster is the cluster of a resend_to job; nil: each failure's own.
+	TargetCluster *string
 }
 
 const jobColumns = `id, action, target_topic, state, principal, reason, selection, rate_limit, total, done, skipped, failed,
-	cursor_seq, owner, lease_until, created_at, preview_expires_at, started_at, finished_at, updated_at`
+	cursor_seq, owner, lease_until, created_at, preview_expires_at, started_at, finished_at, updated_at, target_cluster`
 
 func scanJob(row pgx.Row) (*Job, error) {
 	var (
@@ -43,7 +46,7 @@ func scanJob(row pgx.Row) (*Job, error) {
 	)
 	err := row.Scan(&j.ID, &j.Action, &j.TargetTopic, &j.State, &j.Principal, &j.Reason, &sel, &j.RateLimit, &j.Total, &j.Done,
 		&j.Skipped, &j.Failed, &j.CursorSeq, &j.Owner, &j.LeaseUntil, &j.CreatedAt, &j.PreviewExpiresAt,
-		&j.StartedAt, &j.FinishedAt, &j.UpdatedAt)
+		&j.StartedAt, &j.FinishedAt, &j.UpdatedAt, &j.TargetCluster)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -77,9 +80,9 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) 
 		)
 		if err := tx.QueryRow(ctx, `
 			INSERT INTO jobs (action, target_topic, state, principal, reason, selection, rate_limit, token_hash, total,
-				created_at, preview_expires_at, updated_at)
-			VALUES ($1, $9, 'PREVIEW', $2, nullif($3, ''), $4, $5, $6, 0, $7, $8, $7) RETURNING id, created_at`,
-			p.Action, p.Principal, p.Reason, sel, p.RateLimit, hash[:], p.Now, p.ExpiresAt, p.TargetTopic).Scan(&id, &created); err != nil {
+				created_at, preview_expires_at, updated_at, target_cluster)
+			VALUES ($1, $9, 'PREVIEW', $2, nullif($3, ''), $4, $5, $6, 0, $7, $8, $7, $10) RETURNING id, created_at`,
+			p.Action, p.Principal, p.Reason, sel, p.RateLimit, hash[:], p.Now, p.ExpiresAt, p.TargetTopic, p.TargetCluster).Scan(&id, &created); err != nil {
 			return fmt.Errorf("insert job: %w", err)
 		}
 		// Each item with the job's created_at (its partition) and its failure's (where the

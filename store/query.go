@@ -28,7 +28,7 @@ const summaryColumns = `f.id, f.state, f.state_reason, f.temporality, f.error_co
 	f.publisher_system, f.publisher_service, f.original_topic, f.original_partition, f.original_offset,
 	f.message_type, f.causing_message, f.attempt, f.group_id, octet_length(f.original_key),
 	coalesce(octet_length(f.original_value), 0), f.original_value IS NULL, f.source_format, f.source_topic,
-	f.next_attempt_at, f.resent_at, f.closed_at, f.event_created, f.created_at, f.updated_at`
+	f.next_attempt_at, f.resent_at, f.closed_at, f.event_created, f.created_at, f.updated_at, f.cluster`
 
 func scanSummaries(rows pgx.Rows) ([]FailureSummary, error) {
 	defer rows.Close()
@@ -39,7 +39,7 @@ func scanSummaries(rows pgx.Rows) ([]FailureSummary, error) {
 			&s.PublisherSystem, &s.PublisherService, &s.Topic, &s.Partition, &s.Offset,
 			&s.MessageType, &s.CausingMessage, &s.Attempt, &s.GroupID, &s.KeySize,
 			&s.ValueSize, &s.ValueNull, &s.SourceFormat, &s.SourceTopic, &s.NextAttemptAt, &s.ResentAt, &s.ClosedAt, &s.EventCreated,
-			&s.CreatedAt, &s.UpdatedAt); err != nil {
+			&s.CreatedAt, &s.UpdatedAt, &s.Cluster); err != nil {
 			return nil, err
 		}
 		out = append(out, s)
@@ -276,7 +276,7 @@ func (s *Store) FailureByID(ctx context.Context, id uuid.UUID) (*FailureDetail, 
 			message_type_version, causing_message, attempt, next_attempt_at, resend_failures,
 			last_resend_error, resent_at, l.owner, l.lease_until, closed_reason, closed_by,
 			closed_at, group_id, created_at, updated_at, original_value IS NULL, source_format,
-			source_topic, source_partition, source_offset
+			source_topic, source_partition, source_offset, cluster
 		FROM failures f
 		LEFT JOIN LATERAL (
 			SELECT c.owner, c.lease_until FROM resend_claims c
@@ -292,7 +292,7 @@ func (s *Store) FailureByID(ctx context.Context, id uuid.UUID) (*FailureDetail, 
 		&f.MessageTypeVersion, &f.CausingMessage, &f.Attempt, &f.NextAttemptAt, &f.ResendFailures,
 		&f.LastResendError, &f.ResentAt, &d.LeaseOwner, &d.LeaseUntil, &f.ClosedReason, &f.ClosedBy,
 		&f.ClosedAt, &f.GroupID, &f.CreatedAt, &f.UpdatedAt, &f.ValueNull, &f.SourceFormat,
-		&f.SourceTopic, &f.SourcePartition, &f.SourceOffset)
+		&f.SourceTopic, &f.SourcePartition, &f.SourceOffset, &f.Cluster)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -15,6 +15,8 @@ import (
 type StartReactivationParams struct {
 	// Topic is the dead-letter topic. Required.
 	Topic string
+	// Cluster is the Kafka cluster of the topic. Defaults to DefaultCluster.
+	Cluster string
 	// Principal started the run; Reason says why (optional). Both go to the audit log.
 	Principal string
 	Reason    string
@@ -42,6 +44,9 @@ func (s *Store) StartReactivation(ctx context.Context, p StartReactivationParams
 	case p.StaleAfter <= 0:
 		return nil, nil, errors.New("start reactivation: StaleAfter is required")
 	}
+	if p.Cluster == "" {
+		p.Cluster = DefaultCluster
+	}
 	now := s.now()
 	var limit *int64
 	if !p.UpToNow {
@@ -57,15 +62,15 @@ func (s *Store) StartReactivation(ctx context.Context, p StartReactivationParams
 		if _, err := tx.Exec(ctx, `
 			UPDATE dlt_reactivations SET state = 'INTERRUPTED', finished_at = $2, updated_at = $2,
 				error = 'no progress for ' || $3::text
-			WHERE topic = $1 AND state = 'RUNNING' AND updated_at < $4`,
-			p.Topic, now, p.StaleAfter.String(), now.Add(-p.StaleAfter)); err != nil {
+			WHERE topic = $1 AND cluster = $5 AND state = 'RUNNING' AND updated_at < $4`,
+			p.Topic, now, p.StaleAfter.String(), now.Add(-p.StaleAfter), p.Cluster); err != nil {
 			return fmt.Errorf("interrupt stale runs: %w", err)
 		}
 		var err error
 		r, err = scanReactivation(tx.QueryRow(ctx, `
-			INSERT INTO dlt_reactivations (topic, principal, reason, record_limit, up_to_now, state, started_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, 'RUNNING', $6, $6)
-			RETURNING `+reactivationColumns, p.Topic, p.Principal, reason, limit, p.UpToNow, now))
+			INSERT INTO dlt_reactivations (topic, principal, reason, record_limit, up_to_now, state, started_at, updated_at, cluster)
+			VALUES ($1, $2, $3, $4, $5, 'RUNNING', $6, $6, $7)
+			RETURNING `+reactivationColumns, p.Topic, p.Principal, reason, limit, p.UpToNow, now, p.Cluster))
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dlt_reactivations_running_key" {
 			return ErrReactivationRunning
@@ -73,11 +78,11 @@ func (s *Store) StartReactivation(ctx context.Context, p StartReactivationParams
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
-		if positions, err = reactivationPositions(ctx, tx, p.Topic); err != nil {
+		if positions, err = reactivationPositions(ctx, tx, p.Cluster, p.Topic); err != nil {
 			return err
 		}
 		return writeAudit(ctx, tx, []AuditEntry{{Action: AuditActionReactivateStart, Principal: p.Principal, Reason: reason, At: now,
-			Details: map[string]any{"reactivation_id": strconv.FormatInt(r.ID, 10), "topic": p.Topic, "limit": limit, "up_to_now": p.UpToNow,
+			Details: map[string]any{"reactivation_id": strconv.FormatInt(r.ID, 10), "topic": p.Topic, "cluster": p.Cluster, "limit": limit, "up_to_now": p.UpToNow,
 				"from": positionDetails(positions)}}})
 	})
 	if errors.Is(err, ErrReactivationRunning) {
@@ -96,12 +101,12 @@ func (s *Store) StartReactivation(ctx context.Context, p StartReactivationParams
 func (s *Store) RecordReactivationStep(ctx context.Context, st ReactivationStep) error {
 	now := s.now()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var topic string
+		var topic, cluster string
 		err := tx.QueryRow(ctx, `
 			UPDATE dlt_reactivations SET read_count = read_count + $2, reingested = reingested + $3,
 				duplicates = duplicates + $4, still_failing = still_failing + $5, updated_at = $6
-			WHERE id = $1 AND state = 'RUNNING' RETURNING topic`,
-			st.ID, st.Read, st.Reingested, st.Duplicates, st.StillFailing, now).Scan(&topic)
+			WHERE id = $1 AND state = 'RUNNING' RETURNING topic, cluster`,
+			st.ID, st.Read, st.Reingested, st.Duplicates, st.StillFailing, now).Scan(&topic, &cluster)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -118,11 +123,11 @@ func (s *Store) RecordReactivationStep(ctx context.Context, st ReactivationStep)
 			offsets = append(offsets, o)
 		}
 		_, err = tx.Exec(ctx, `
-			INSERT INTO dlt_reactivation_positions (topic, partition, next_offset, updated_at)
-			SELECT $1, u.p, u.o, $4 FROM unnest($2::int[], $3::bigint[]) AS u(p, o)
-			ON CONFLICT (topic, partition) DO UPDATE
+			INSERT INTO dlt_reactivation_positions (topic, partition, next_offset, updated_at, cluster)
+			SELECT $1, u.p, u.o, $4, $5 FROM unnest($2::int[], $3::bigint[]) AS u(p, o)
+			ON CONFLICT (cluster, topic, partition) DO UPDATE
 				SET next_offset = GREATEST(dlt_reactivation_positions.next_offset, EXCLUDED.next_offset), updated_at = $4`,
-			topic, parts, offsets, now)
+			topic, parts, offsets, now, cluster)
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
@@ -183,11 +188,11 @@ func (s *Store) ReactivationByID(ctx context.Context, id int64) (*Reactivation, 
 	return r, nil
 }
 
-// ListReactivations returns the runs of topic older than the run before (all when before is
-// 0), newest first, at most limit, and whether there are more.
+// ListReactivations returns the runs of topic (of every topic when topic is "") older than the
+// run before (all when before is 0), newest first, at most limit, and whether there are more.
 func (s *Store) ListReactivations(ctx context.Context, topic string, before int64, limit int) ([]Reactivation, bool, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+reactivationColumns+` FROM dlt_reactivations
-		WHERE topic = $1 AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, topic, before, limit+1)
+		WHERE ($1 = '' OR topic = $1) AND ($2::bigint = 0 OR id < $2) ORDER BY id DESC LIMIT $3`, topic, before, limit+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("list reactivations: %w", err)
 	}
@@ -207,15 +212,20 @@ func (s *Store) ListReactivations(ctx context.Context, topic string, before int6
 	return out, more, nil
 }
 
-// ReactivationPositions returns the next offset per partition of topic where the next run
-// starts; a partition never read is absent.
+// ReactivationPositions returns the next offset per partition of topic on the DefaultCluster
+// where the next run starts; a partition never read is absent.
 func (s *Store) ReactivationPositions(ctx context.Context, topic string) (map[int32]int64, error) {
+	return s.ClusterReactivationPositions(ctx, DefaultCluster, topic)
+}
+
+// ClusterReactivationPositions is ReactivationPositions for the topic of a cluster.
+func (s *Store) ClusterReactivationPositions(ctx context.Context, cluster, topic string) (map[int32]int64, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reactivation positions: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	return reactivationPositions(ctx, tx, topic)
+	return reactivationPositions(ctx, tx, cluster, topic)
 }
 
 // ReactivationAudit returns the audit entries of the run with id, oldest first.
@@ -234,8 +244,8 @@ func (s *Store) ReactivationAudit(ctx context.Context, id int64) ([]AuditEntry, 
 	return out, nil
 }
 
-func reactivationPositions(ctx context.Context, tx pgx.Tx, topic string) (map[int32]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT partition, next_offset FROM dlt_reactivation_positions WHERE topic = $1`, topic)
+func reactivationPositions(ctx context.Context, tx pgx.Tx, cluster, topic string) (map[int32]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT partition, next_offset FROM dlt_reactivation_positions WHERE topic = $1 AND cluster = $2`, topic, cluster)
 	if err != nil {
 		return nil, fmt.Errorf("reactivation positions: %w", err)
 	}
@@ -262,12 +272,12 @@ func positionDetails(ps map[int32]int64) map[string]int64 {
 }
 
 const reactivationColumns = `id, topic, principal, reason, record_limit, up_to_now, state, read_count, reingested,
-	duplicates, still_failing, error, started_at, updated_at, finished_at`
+	duplicates, still_failing, error, started_at, updated_at, finished_at, cluster`
 
 func scanReactivation(row pgx.Row) (*Reactivation, error) {
 	var r Reactivation
 	err := row.Scan(&r.ID, &r.Topic, &r.Principal, &r.Reason, &r.Limit, &r.UpToNow, &r.State, &r.Read, &r.Reingested,
-		&r.Duplicates, &r.StillFailing, &r.Error, &r.StartedAt, &r.UpdatedAt, &r.FinishedAt)
+		&r.Duplicates, &r.StillFailing, &r.Error, &r.StartedAt, &r.UpdatedAt, &r.FinishedAt, &r.Cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,23 @@ type ResendItem struct {
 	NextAttemptAt *time.Time
 	// GroupID is the failure's group.
 	GroupID int64
+	// Cluster is the Kafka cluster the failure was read from, where its resend goes.
+	Cluster string
+	// TargetCluster, set by a resend to another cluster, is where it goes instead; "" means
+	// Cluster.
+	TargetCluster string
+}
+
+// Destination returns the cluster the item is sent to: TargetCluster, else Cluster, else
+// DefaultCluster.
+func (it *ResendItem) Destination() string {
+	switch {
+	case it.TargetCluster != "":
+		return it.TargetCluster
+	case it.Cluster != "":
+		return it.Cluster
+	}
+	return DefaultCluster
 }
 
 // resendItemColumns are the columns of a ResendItem in the failures view f.
@@ -55,7 +72,7 @@ func resendColumns(rec, st string) string {
 		rec + `original_offset, ` + rec + `original_key, ` + rec + `original_value, ` + rec + `header_names, ` +
 		rec + `header_values, ` + rec + `publisher_service, ` + rec + `causing_message, ` + rec + `attempt, ` +
 		st + `resend_failures, ` + st + `next_attempt_at, ` + st + `group_id, ` + rec + `source_format, ` +
-		rec + `original_value IS NULL`
+		rec + `original_value IS NULL, ` + rec + `cluster`
 }
 
 func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
@@ -71,7 +88,7 @@ func scanResendItems(rows pgx.Rows) ([]ResendItem, error) {
 		)
 		if err := rows.Scan(&id, &it.State, &it.CreatedAt, &it.Topic, &it.Partition, &it.Offset, &it.Key, &it.Value,
 			&names, &values, &it.PublisherService, &it.CausingMessage, &it.Attempt, &it.ResendFailures,
-			&it.NextAttemptAt, &it.GroupID, &it.SourceFormat, &valueNull); err != nil {
+			&it.NextAttemptAt, &it.GroupID, &it.SourceFormat, &valueNull, &it.Cluster); err != nil {
 			return nil, err
 		}
 		it.ID = id

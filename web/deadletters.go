@@ -23,6 +23,8 @@ type reactivateForm struct {
 	Scope  string
 	Limit  string
 	Reason string
+	// Cluster is the Kafka cluster whose dead-letter topic to read; "" is the first.
+	Cluster string
 }
 
 // deadLettersPage is the data of the list of runs.
@@ -36,6 +38,9 @@ type deadLettersPage struct {
 	Error    string
 	// MaxLimit bounds the limit field.
 	MaxLimit int64
+	// Clusters lists the configured Kafka clusters; with more than one, the form asks which
+	// cluster's dead-letter topic to read and the runs show theirs.
+	Clusters []string
 }
 
 func isAdmin(r *http.Request) bool {
@@ -56,7 +61,7 @@ func (h *handler) deadLetters(w http.ResponseWriter, r *http.Request, status int
 		h.inputError(w, r, err, func(msg string) { h.renderError(w, r, http.StatusBadRequest, "This page address is not valid: "+msg) })
 		return
 	}
-	p := deadLettersPage{Runs: runs.Items, CanStart: isAdmin(r), Form: f, Error: problem, MaxLimit: operator.MaxReactivateLimit}
+	p := deadLettersPage{Runs: runs.Items, CanStart: isAdmin(r), Form: f, Error: problem, MaxLimit: operator.MaxReactivateLimit, Clusters: h.core.Clusters()}
 	p.Pager = forwardPager("/dead-letters", cursor, runs.Next)
 	h.render(w, r, status, "deadletters", "Dead letters", p)
 }
@@ -64,8 +69,9 @@ func (h *handler) deadLetters(w http.ResponseWriter, r *http.Request, status int
 // postReactivate starts a run (admins only) and shows it; a refused start goes back to the
 // list with the core's reason.
 func (h *handler) postReactivate(w http.ResponseWriter, r *http.Request) {
-	f := reactivateForm{Scope: r.PostFormValue("scope"), Limit: strings.TrimSpace(r.PostFormValue("limit")), Reason: r.PostFormValue("reason")}
-	req := operator.ReactivateRequest{Principal: sessionFrom(r.Context()).principal.Name, Reason: f.Reason}
+	f := reactivateForm{Scope: r.PostFormValue("scope"), Limit: strings.TrimSpace(r.PostFormValue("limit")), Reason: r.PostFormValue("reason"),
+		Cluster: r.PostFormValue("cluster")}
+	req := operator.ReactivateRequest{Principal: sessionFrom(r.Context()).principal.Name, Reason: f.Reason, Cluster: f.Cluster}
 	var err error
 	switch f.Scope {
 	case "now":

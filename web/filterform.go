@@ -42,6 +42,8 @@ type filterForm struct {
 	PayloadBase64   string
 	SourceFormats   map[redrive.SourceFormat]bool
 	SourceTopic     string
+	// Clusters are the Kafka clusters checked.
+	Clusters map[string]bool
 	// Advanced is true when an advanced criterion is set: the section is shown open.
 	Advanced bool
 }
@@ -66,6 +68,7 @@ func formFromValues(v url.Values) filterForm {
 		States:          map[redrive.State]bool{},
 		Temporalities:   map[avro.Temporality]bool{},
 		SourceFormats:   map[redrive.SourceFormat]bool{},
+		Clusters:        map[string]bool{},
 		Topic:           v.Get(operator.ParamTopic),
 		Service:         v.Get(operator.ParamPublisherSvc),
 		MessageType:     v.Get(operator.ParamMessageType),
@@ -98,6 +101,9 @@ func formFromValues(v url.Values) filterForm {
 	}
 	for _, sf := range operator.SplitValues(v[operator.ParamSourceFormat]) {
 		ff.SourceFormats[redrive.SourceFormat(strings.ToLower(sf))] = true
+	}
+	for _, c := range operator.SplitValues(v[operator.ParamCluster]) {
+		ff.Clusters[c] = true
 	}
 	for _, p := range advancedParams {
 		if v.Get(p) != "" {

@@ -122,6 +122,10 @@ type failuresPage struct {
 	Total string
 	// SourceFormats lists the source formats for the advanced search.
 	SourceFormats []redrive.SourceFormat
+	// Clusters lists the configured Kafka clusters, for the cluster filter; MultiCluster is
+	// true with more than one (or one not named default): the rows show their cluster.
+	Clusters     []string
+	MultiCluster bool
 	// ExportLink downloads the failures the filter selects as NDJSON.
 	ExportLink string
 	// PayloadSearch says the principal may search by key, key prefix, header value and
@@ -147,7 +151,8 @@ func hiddenFields(f redrive.Filter) []hiddenField {
 func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := failuresPage{States: redrive.States, Temps: temporalities, SourceFormats: sourceFormats, Here: r.URL.RequestURI(), MaxBulk: h.core.MaxBulk(),
-		PayloadSearch: reader(r).Payload}
+		PayloadSearch: reader(r).Payload, Clusters: h.core.Clusters()}
+	p.MultiCluster = len(p.Clusters) > 1 || p.Clusters[0] != redrive.DefaultCluster
 	f, err := operator.ParseFilter(q)
 	if err != nil {
 		// The refused filter is shown back as it was given, with the core's reason.

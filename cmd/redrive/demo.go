@@ -40,6 +40,10 @@ const (
 	// dead-letters here.
 	demoShipmentsTopic = "shipments"
 	demoShipmentsDLT   = "shipments.DLT"
+	// The demo's two Kafka clusters: the first holds every topic above, the second its own
+	// orders, error and dead-letter topics, with a consumer and a generator of its own.
+	demoClusterA = "eu-west"
+	demoClusterB = "us-east"
 )
 
 // demoConfig is the configuration of `redrive demo`.
@@ -107,6 +111,7 @@ type demoRun struct {
 	cfg       demoConfig
 	log       *slog.Logger
 	kafka     *kfake.Cluster
+	kafkaB    *kfake.Cluster
 	pg        *pgtemp.Cluster
 	dsn       string
 	uiURL     string
@@ -139,6 +144,11 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 		return nil, fmt.Errorf("start in-process Kafka: %w", err)
 	}
 	bootstrap := strings.Join(d.kafka.ListenAddrs(), ",")
+	if d.kafkaB, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, demoOrdersTopic, demoErrorTopic, demoDLTTopic),
+		kfake.GroupMinSessionTimeout(100*time.Millisecond)); err != nil {
+		return nil, fmt.Errorf("start the second in-process Kafka: %w", err)
+	}
+	bootstrapB := strings.Join(d.kafkaB.ListenAddrs(), ",")
 
 	d.dsn = cfg.DatabaseURL
 	if d.dsn == "" {
@@ -165,15 +175,19 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 		return nil, err
 	}
 	scfg := serveConfig{
-		DatabaseURL: d.dsn, KafkaBootstrap: bootstrap, ErrorTopic: demoErrorTopic, DLTTopic: demoDLTTopic,
-		Sources: []intake.Source{
-			{Format: redrive.SourceSpring, Topic: demoSpringDLT, Temporality: avro.Temporary},
-			{Format: redrive.SourceConnect, Topic: demoConnectDLQ, OriginalTopic: demoInvoicesTopic},
-			{Format: redrive.SourceSpring, Topic: demoShipmentsDLT, Temporality: avro.Permanent},
-		},
-		GroupID: "redrive-demo", HTTPAddr: cfg.HTTPAddr, BatchSize: 500, BatchWait: 100 * time.Millisecond,
+		DatabaseURL: d.dsn,
+		GroupID:     "redrive-demo", HTTPAddr: cfg.HTTPAddr, BatchSize: 500, BatchWait: 100 * time.Millisecond,
 		MaxEventSize: 16 << 20, StateMetricsInterval: 2 * time.Second, ShutdownTimeout: 15 * time.Second,
 		LogLevel: cfg.LogLevel, LogFormat: "text",
+		Clusters: []clusterConfig{
+			{Name: demoClusterA, Bootstrap: bootstrap, ErrorTopic: demoErrorTopic, DLTTopic: demoDLTTopic, GroupID: "redrive-demo",
+				Sources: []intake.Source{
+					{Format: redrive.SourceSpring, Topic: demoSpringDLT, Temporality: avro.Temporary},
+					{Format: redrive.SourceConnect, Topic: demoConnectDLQ, OriginalTopic: demoInvoicesTopic},
+					{Format: redrive.SourceSpring, Topic: demoShipmentsDLT, Temporality: avro.Permanent},
+				}},
+			{Name: demoClusterB, Bootstrap: bootstrapB, ErrorTopic: demoErrorTopic, DLTTopic: demoDLTTopic, GroupID: "redrive-demo"},
+		},
 		Operators: operatorConfig{
 			ServiceName: "redrive-demo", ResendInterval: time.Second, ResendBatch: 500, ResendConcurrency: 2,
 			ResendPartition: "key", RetryBase: cfg.RetryBase, RetryMax: 10 * cfg.RetryBase, RetryMaxAttempts: 5,
@@ -204,6 +218,26 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 		return nil, fmt.Errorf("sample consumer: %w", err)
 	}
 	d.svc.mux.Handle("/demo/consumer/health", orders.HealthHandler())
+	ordersB, err := demo.NewOrdersConsumer(demo.OrdersConfig{
+		Brokers: bootstrapB, Topic: demoOrdersTopic, ErrorTopic: demoErrorTopic, Logger: logger,
+		Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"consumer": "orders-" + demoClusterB}, d.svc.registry),
+		OnHandled: func(_ demo.Order, recovered bool) {
+			if recovered {
+				d.recovered.Add(1)
+			} else {
+				d.good.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("sample consumer of %s: %w", demoClusterB, err)
+	}
+	generatorB, err := demo.NewGenerator(demo.GeneratorConfig{Brokers: bootstrapB, Topic: demoOrdersTopic, Rate: max(cfg.Rate/2, 0.5), Seed: 2, Logger: logger})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	ledgerCfg := demo.LedgerConfig{
 		Brokers: bootstrap, Topic: demoLedgerTopic, ErrorTopic: demoErrorTopic, Logger: logger,
 		Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"consumer": "ledger"}, d.svc.registry),
@@ -236,6 +270,8 @@ func startDemo(ctx context.Context, cfg demoConfig, logger *slog.Logger) (_ *dem
 	d.group, gctx = errgroup.WithContext(ctx)
 	d.group.Go(func() error { return d.svc.run(gctx, ln) })
 	d.group.Go(func() error { return orders.Run(gctx) })
+	d.group.Go(func() error { return ordersB.Run(gctx) })
+	d.group.Go(func() error { return generatorB.Run(gctx) })
 	d.group.Go(func() error { return ledger.Run(gctx) })
 	d.group.Go(func() error { return demo.RunLedgerGenerator(gctx, ledgerCfg) })
 	d.group.Go(func() error { return d.generator.Run(gctx) })
@@ -274,6 +310,9 @@ func (d *demoRun) cleanup() {
 	if d.kafka != nil {
 		d.kafka.Close()
 	}
+	if d.kafkaB != nil {
+		d.kafkaB.Close()
+	}
 	if d.pg != nil {
 		if err := d.pg.Stop(context.Background()); err != nil {
 			d.log.Error("stop the ephemeral PostgreSQL", "error", err)
@@ -289,7 +328,8 @@ func (d *demoRun) printBanner(w io.Writer) {
 	fmt.Fprintf(w, `redrive demo is running. Press Ctrl-C to stop.
 
   UI and API      %[1]s            (no authentication: demo only)
-  Kafka           %[2]s    (in-process; e.g. kcat -b %[2]s -L)
+  Kafka           %[2]s    (cluster %[17]s, in-process; e.g. kcat -b %[2]s -L)
+                  %[18]s    (cluster %[19]s: its own orders, errors and dead-letter topics)
   PostgreSQL      %[3]s
   Topics          %[4]s (sample consumer "order-service") -> %[5]s (errors) -> redrive;
                   records that are not events go to %[6]s
@@ -302,7 +342,9 @@ A generator produces %[7]g orders/s: good ones, undecodable bytes, temporary fai
 by the scheduler after ~%[8]s and then handled), permanent failures and panics; a feeder writes
 Spring and Connect dead-letter records as the Java code does; their failures record their
 source format (spring, connect) and where they were found. The shipments are Protobuf in the
-Confluent wire format: open one and its Decoded view shows the message as JSON.
+Confluent wire format: open one and its Decoded view shows the message as JSON. A second
+cluster, %[19]s, has its own generator and consumer: every failure records its cluster, and its
+resends go back there (the UI's cluster filter, or ?cluster=%[19]s in the API).
 The ledger consumer ("ledger-service", franz-go, policy fail) halts partition %[14]d of %[13]s
 at a poison record within a few seconds while its other partitions keep going: see it in its
 health, then release it (the record is dead-lettered and shows up in the UI):
@@ -314,6 +356,7 @@ Try this:
   curl -s '%[1]s/api/v1/stats'
   curl -s '%[1]s/api/v1/failures?state=PERMANENT&limit=5'
   curl -s '%[1]s/api/v1/failures?temporality=TEMPORARY&state=RESENT&limit=5'
+  curl -s '%[1]s/api/v1/failures?cluster=%[19]s&limit=5'
   curl -s -X POST '%[1]s/api/v1/failures/retry' -H 'Content-Type: application/json' \
        -d '{"filter": {"state": ["PERMANENT"]}, "dry_run": true}'
   curl -s '%[1]s/demo/consumer/health'
@@ -322,7 +365,7 @@ Try this:
   kcat -b %[2]s -t %[5]s -C -c 1 -e -f '%%s' | go run ./cmd/redrive event decode
 `, d.uiURL, strings.Join(d.kafka.ListenAddrs(), ","), db, demoOrdersTopic, demoErrorTopic, demoDLTTopic, d.cfg.Rate, d.cfg.RetryBase,
 		demoSpringDLT, demoPaymentsTopic, demoConnectDLQ, demoInvoicesTopic, demoLedgerTopic, demo.LedgerPoisonPartition,
-		demoShipmentsDLT, demoShipmentsTopic)
+		demoShipmentsDLT, demoShipmentsTopic, demoClusterA, strings.Join(d.kafkaB.ListenAddrs(), ","), demoClusterB)
 }
 
 // displayAddr turns a listener address into one a browser can open.

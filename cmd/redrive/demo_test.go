@@ -132,6 +132,29 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // polling interval
 	}
+	// Failures from both clusters, and temporary ones of the second resent to it.
+	for _, f := range []redrive.Filter{{Clusters: []string{demoClusterA}}, {Clusters: []string{demoClusterB}},
+		{Clusters: []string{demoClusterB}, States: []redrive.State{redrive.StateResent}}} {
+		for {
+			n, err := d.svc.store.CountFailures(ctx, f)
+			if err == nil && n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no failure of %+v after 90s (%v)", f, err)
+			}
+			time.Sleep(200 * time.Millisecond) // polling interval
+		}
+	}
+	if resp, err := http.Get(d.uiURL + "/failures"); err == nil {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{`name="cluster" value="` + demoClusterB + `"`, `<span class="badge cluster" title="Kafka cluster">`} {
+			if !bytes.Contains(body, []byte(want)) {
+				t.Errorf("the UI's list lacks %s", want)
+			}
+		}
+	}
 	if resp, err := http.Get(d.uiURL + "/metrics"); err == nil {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

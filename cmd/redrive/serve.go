@@ -42,7 +42,7 @@ func runServe(ctx context.Context, args []string, std stdio) error {
 	if err != nil {
 		return fmt.Errorf("listen on REDRIVE_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
-	logger.Info("redrive serving", "http_addr", ln.Addr().String(), "error_topic", cfg.ErrorTopic, "dlt_topic", cfg.DLTTopic)
+	logger.Info("redrive serving", "http_addr", ln.Addr().String(), "clusters", clusterNames(cfg.clusters()), "error_topic", cfg.ErrorTopic, "dlt_topic", cfg.DLTTopic)
 	return svc.run(ctx, ln)
 }
 
@@ -68,6 +68,10 @@ type service struct {
 	components []component
 	ready      []readyCheck
 	tracing    *telemetry.Tracing // off (nil provider) unless OTEL_TRACES_EXPORTER says
+	// intakes are the intakes of the clusters, in configuration order.
+	intakes []*intake.Intake
+	// clusterErr, set by buildOperators, says why resends to a cluster wait (nil: they go).
+	clusterErr func(ctx context.Context, cluster string) error
 }
 
 // newService connects to Postgres, refuses a schema that is not exactly this binary's, and
@@ -111,36 +115,65 @@ func (s *service) build(ctx context.Context) error {
 		return err
 	}
 
-	registry, err := s.registryClient()
-	if err != nil {
-		return err
-	}
-	codec, err := avro.NewCodec(avro.Config{Registry: registry, MaxSize: s.cfg.MaxEventSize})
-	if err != nil {
-		return err
-	}
-	in, err := intake.New(intake.Config{
-		Store:           st,
-		NextAttempt:     s.cfg.Operators.backoff().Next,
-		Codec:           codec,
-		Bootstrap:       s.cfg.KafkaBootstrap,
-		ConsumerConfig:  s.cfg.KafkaConfig,
-		ProducerConfig:  s.cfg.KafkaConfig,
-		Topic:           s.cfg.ErrorTopic,
-		Sources:         s.cfg.Sources,
-		DeadLetterTopic: s.cfg.DLTTopic,
-		GroupID:         s.cfg.GroupID,
-		GroupInstanceID: s.cfg.GroupInstanceID,
-		BatchSize:       s.cfg.BatchSize,
-		BatchWait:       s.cfg.BatchWait,
-		Writers:         s.cfg.Writers,
-		ShutdownTimeout: s.cfg.ShutdownTimeout,
-		Logger:          s.log,
-		Registerer:      s.registry,
-		TracerProvider:  s.tracerProvider(),
-	})
-	if err != nil {
-		return fmt.Errorf("intake: %w", err)
+	s.ready = append(s.ready, postgresReady(s.pool))
+	var (
+		firstRegistry avro.Registry
+		reactivators  = map[string]*intake.Reactivator{}
+	)
+	for i, cl := range s.cfg.clusters() {
+		registry, err := s.registryClient(cl)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			firstRegistry = registry
+		}
+		codec, err := avro.NewCodec(avro.Config{Registry: registry, MaxSize: s.cfg.MaxEventSize})
+		if err != nil {
+			return err
+		}
+		in, err := intake.New(intake.Config{
+			Store:              st,
+			NextAttempt:        s.cfg.Operators.backoff().Next,
+			Codec:              codec,
+			Cluster:            cl.Name,
+			Bootstrap:          cl.Bootstrap,
+			ConsumerConfig:     cl.KafkaConfig,
+			ProducerConfig:     cl.KafkaConfig,
+			Topic:              cl.ErrorTopic,
+			Sources:            cl.Sources,
+			DeadLetterTopic:    cl.DLTTopic,
+			GroupID:            cl.GroupID,
+			GroupInstanceID:    cl.GroupInstanceID,
+			BatchSize:          s.cfg.BatchSize,
+			BatchWait:          s.cfg.BatchWait,
+			Writers:            s.cfg.Writers,
+			ShutdownTimeout:    s.cfg.ShutdownTimeout,
+			KafkaCheckInterval: s.cfg.kafkaCheckInterval,
+			Logger:             s.log,
+			Registerer:         s.registry,
+			TracerProvider:     s.tracerProvider(),
+		})
+		if err != nil {
+			return fmt.Errorf("intake of cluster %s: %w", cl.Name, err)
+		}
+		re, err := in.NewReactivator()
+		if err != nil {
+			return fmt.Errorf("reactivator of cluster %s: %w", cl.Name, err)
+		}
+		reactivators[cl.Name] = re
+		name := "intake"
+		if s.multiCluster() {
+			name = "intake " + cl.Name
+		}
+		s.components = append(s.components,
+			component{name: name, run: in.Run},
+			component{name: "reactivator " + cl.Name, run: func(ctx context.Context) error {
+				<-ctx.Done()
+				return re.Close(context.WithoutCancel(ctx))
+			}},
+		)
+		s.intakes = append(s.intakes, in)
 	}
 	states, err := intake.NewStateMetrics(intake.StateMetricsConfig{
 		Store: st, Interval: s.cfg.StateMetricsInterval, Logger: s.log, Registerer: s.registry,
@@ -148,24 +181,9 @@ func (s *service) build(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("state metrics: %w", err)
 	}
-	s.components = append(s.components,
-		component{name: "intake", run: in.Run},
-		component{name: "state-metrics", run: states.Run},
-	)
-	s.ready = append(s.ready,
-		postgresReady(s.pool),
-		readyCheck{name: "intake", check: func(context.Context) error { return in.Ready() }},
-	)
-
-	re, err := in.NewReactivator()
-	if err != nil {
-		return fmt.Errorf("reactivator: %w", err)
-	}
-	s.components = append(s.components, component{name: "reactivator", run: func(ctx context.Context) error {
-		<-ctx.Done()
-		return re.Close(context.WithoutCancel(ctx))
-	}})
-	if err := s.buildOperators(ctx, registry, re); err != nil {
+	s.components = append(s.components, component{name: "state-metrics", run: states.Run})
+	s.ready = append(s.ready, s.intakeReady()...)
+	if err := s.buildOperators(ctx, firstRegistry, reactivators); err != nil {
 		return err
 	}
 
@@ -178,21 +196,25 @@ func (s *service) build(ctx context.Context) error {
 	return nil
 }
 
-// registryClient returns the schema registry client of the configuration, or nil without one.
-func (s *service) registryClient() (avro.Registry, error) {
+// registryClient returns the schema registry client of the cluster, or nil without one; the
+// configuration's in-process registry (the demo's), when set, serves every cluster.
+func (s *service) registryClient(cl clusterConfig) (avro.Registry, error) {
 	if s.cfg.registry != nil {
 		return s.cfg.registry, nil
 	}
-	if s.cfg.SchemaRegistryURL == "" {
+	if cl.SchemaRegistryURL == "" {
 		return nil, nil
 	}
-	user, pass, ok := strings.Cut(s.cfg.SchemaRegistryAuth, ":")
+	user, pass, ok := strings.Cut(cl.SchemaRegistryAuth, ":")
 	if !ok {
 		user, pass = "", ""
 	}
-	reg, err := confluentsr.Dial(s.cfg.SchemaRegistryURL, user, pass)
+	reg, err := confluentsr.Dial(cl.SchemaRegistryURL, user, pass)
 	if err != nil {
-		return nil, fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %w", err)
+		if cl.Name == store.DefaultCluster {
+			return nil, fmt.Errorf("REDRIVE_SCHEMA_REGISTRY_URL: %w", err)
+		}
+		return nil, fmt.Errorf("%s.schema_registry.url: %w", cl.origin, err)
 	}
 	return reg, nil
 }
@@ -237,6 +259,9 @@ func (s *service) run(ctx context.Context, ln net.Listener) error {
 	s.log.Info("redrive stopped")
 	return err
 }
+
+// multiCluster reports whether the service reads other clusters than the one named default.
+func (s *service) multiCluster() bool { return s.cfg.multiCluster() }
 
 // close releases the pool.
 func (s *service) close() {

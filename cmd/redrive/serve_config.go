@@ -14,6 +14,8 @@ import (
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/intake"
+	"github.com/redrive/redrive/resend"
+	"github.com/redrive/redrive/store"
 )
 
 // serveConfig is the configuration of `redrive serve`, from flags with environment defaults.
@@ -51,6 +53,18 @@ type serveConfig struct {
 
 	// Operators configures resends, the REST API and the UI.
 	Operators operatorConfig
+
+	// Clusters are the Kafka clusters: the one of the flags above, named store.DefaultCluster,
+	// when -kafka-bootstrap is given, then those of the clusters file (ClustersFile).
+	Clusters     []clusterConfig
+	ClustersFile string
+	// CrossCluster are the allowed resends from one cluster's failures to another cluster.
+	CrossCluster []resend.Route
+
+	// kafkaCheckInterval and resendSendTimeout shorten the intake's look at the brokers and
+	// the wait for a resend's acknowledgement in tests; zero means the packages' defaults.
+	kafkaCheckInterval time.Duration
+	resendSendTimeout  time.Duration
 }
 
 // envFlags defines flags whose defaults come from environment variables, and collects the
@@ -208,6 +222,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	shutdown := ef.Duration("shutdown-timeout", "REDRIVE_SHUTDOWN_TIMEOUT", intake.DefaultShutdownTimeout, "how long a shutdown may take to finish the work in flight")
 	logLevel := ef.String("log-level", "REDRIVE_LOG_LEVEL", "info", "debug, info, warn or error")
 	logFormat := ef.String("log-format", "REDRIVE_LOG_FORMAT", "text", "text or json")
+	clustersFile := ef.String("clusters-file", "REDRIVE_CLUSTERS_FILE", "", "a YAML or JSON file of named Kafka clusters (bootstrap, security, schema registry, topics each reads) and the routes a resend may take between them; with -kafka-bootstrap, those flags are one more cluster, named default; see docs/configuration.md")
 	operators := defineOperatorFlags(ef)
 	if len(ef.errs) > 0 {
 		err := errors.Join(ef.errs...)
@@ -227,6 +242,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		GroupID: *groupID, GroupInstanceID: strings.TrimSpace(*groupInstanceID), SchemaRegistryURL: *registry, SchemaRegistryAuth: *registryAuth, HTTPAddr: *httpAddr,
 		BatchSize: *batchSize, BatchWait: *batchWait, Writers: *writers, MaxEventSize: *maxSize,
 		StateMetricsInterval: *statsEvery, ShutdownTimeout: *shutdown, LogFormat: *logFormat,
+		ClustersFile: strings.TrimSpace(*clustersFile),
 		HTTP: httpConfig{
 			ReadHeaderTimeout: *readHeaderTimeout, ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout,
 			IdleTimeout: *idleTimeout, MaxHeaderBytes: *maxHeaderBytes, MaxConns: *maxConns,
@@ -236,12 +252,22 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	bad := func(flagName, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s "+format, append([]any{ef.name(flagName)}, args...)...))
 	}
+	// The flags define the cluster named default unless a clusters file alone gives the
+	// clusters.
+	flagsCluster := strings.TrimSpace(cfg.KafkaBootstrap) != "" || cfg.ClustersFile == ""
 	for _, req := range []struct{ flag, value string }{
-		{"database-url", cfg.DatabaseURL}, {"kafka-bootstrap", cfg.KafkaBootstrap},
-		{"dlt-topic", cfg.DLTTopic}, {"group-id", cfg.GroupID}, {"http-addr", cfg.HTTPAddr},
+		{"database-url", cfg.DatabaseURL}, {"group-id", cfg.GroupID}, {"http-addr", cfg.HTTPAddr},
 	} {
 		if strings.TrimSpace(req.value) == "" {
 			bad(req.flag, "is required")
+		}
+	}
+	if flagsCluster {
+		if strings.TrimSpace(cfg.KafkaBootstrap) == "" {
+			bad("kafka-bootstrap", "is required (or give REDRIVE_CLUSTERS_FILE (-clusters-file))")
+		}
+		if strings.TrimSpace(cfg.DLTTopic) == "" {
+			bad("dlt-topic", "is required")
 		}
 	}
 	srcs, srcErr := sources()
@@ -249,7 +275,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	if srcErr != nil {
 		bad("source", "has a bad entry:\n%v", srcErr)
 	}
-	if strings.TrimSpace(cfg.ErrorTopic) == "" && len(cfg.Sources) == 0 && srcErr == nil {
+	if !flagsCluster && (cfg.ErrorTopic != "" || len(cfg.Sources) > 0) {
+		bad("error-topic", "and REDRIVE_SOURCES (-source) are topics of the cluster of REDRIVE_KAFKA_BOOTSTRAP (-kafka-bootstrap), which is not given: name the topics of the file's clusters in the file")
+	}
+	if flagsCluster && strings.TrimSpace(cfg.ErrorTopic) == "" && len(cfg.Sources) == 0 && srcErr == nil {
 		bad("error-topic", "is required (or give REDRIVE_SOURCES (-source))")
 	}
 	if cfg.ErrorTopic != "" && cfg.ErrorTopic == cfg.DLTTopic {
@@ -275,6 +304,30 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	}
 	if cfg.SchemaRegistryAuth != "" && !strings.Contains(cfg.SchemaRegistryAuth, ":") {
 		bad("schema-registry-auth", "wants user:password")
+	}
+	if flagsCluster {
+		cfg.Clusters = append(cfg.Clusters, clusterConfig{
+			Name: store.DefaultCluster, Bootstrap: cfg.KafkaBootstrap, KafkaConfig: cfg.KafkaConfig,
+			SchemaRegistryURL: cfg.SchemaRegistryURL, SchemaRegistryAuth: cfg.SchemaRegistryAuth,
+			ErrorTopic: cfg.ErrorTopic, Sources: cfg.Sources, DLTTopic: cfg.DLTTopic, GroupID: cfg.GroupID,
+			GroupInstanceID: cfg.GroupInstanceID, origin: "REDRIVE_KAFKA_BOOTSTRAP (-kafka-bootstrap)",
+		})
+	}
+	if cfg.ClustersFile != "" {
+		fileClusters, routes, err := readClustersFile(cfg.ClustersFile, getenv, clusterDefaults{
+			DLTTopic: strings.TrimSpace(cfg.DLTTopic), GroupID: cfg.GroupID, GroupInstanceID: cfg.GroupInstanceID,
+		})
+		for _, c := range fileClusters {
+			if flagsCluster && c.Name == store.DefaultCluster {
+				err = errors.Join(err, fmt.Errorf("%s.name: %q is the cluster of REDRIVE_KAFKA_BOOTSTRAP (-kafka-bootstrap); give this one another name", c.origin, c.Name))
+			}
+		}
+		cfg.Clusters = append(cfg.Clusters, fileClusters...)
+		cfg.CrossCluster = routes
+		err = errors.Join(err, errors.Join(validateRoutes(routes, cfg.Clusters)...))
+		if err != nil {
+			bad("clusters-file", "%s:\n%s", cfg.ClustersFile, indent(err))
+		}
 	}
 	if cfg.BatchSize < 1 || cfg.BatchSize > intake.MaxBatchSize {
 		bad("batch-size", "is %d, want 1 to %d", cfg.BatchSize, intake.MaxBatchSize)

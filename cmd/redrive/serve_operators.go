@@ -272,7 +272,9 @@ func (c operatorConfig) authConfig(log *slog.Logger) (auth.Config, error) {
 // buildOperators adds the resend scheduler (with housekeeping), the operator core with its job
 // runner, and its two translators, the REST API at /api/v1/ and the UI at /, sharing one
 // authenticator.
-func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re *intake.Reactivator) error {
+//
+// Resends go to each failure's own cluster; reactivations to the cluster asked for.
+func (s *service) buildOperators(ctx context.Context, registry avro.Registry, reactivators map[string]*intake.Reactivator) error {
 	oc := s.cfg.Operators
 	authCfg, err := oc.authConfig(s.log)
 	if err != nil {
@@ -304,6 +306,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 		BatchSize: oc.ResendBatch, Concurrency: oc.ResendConcurrency,
 		Backoff: oc.backoff(), ManualRate: oc.ManualRate, Housekeeping: hk,
 		Logger: s.log, Registerer: s.registry, TracerProvider: s.tracerProvider(),
+		Clusters: s.cfg.resendClusters(), CrossCluster: s.cfg.CrossCluster, SendTimeout: s.cfg.resendSendTimeout,
 	}
 	if oc.ResendPartition == "original" {
 		rcfg.Partitioning = resend.PartitionOriginal
@@ -313,6 +316,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 		return fmt.Errorf("resend: %w", err)
 	}
 	s.components = append(s.components, component{name: "resend", run: sched.Run})
+	s.clusterErr = sched.ClusterErr
 
 	payloads, err := payload.New(payload.Config{Registry: registry})
 	if err != nil {
@@ -332,8 +336,13 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	core, err := operator.New(operator.Config{
 		OpenTicket: openTicket, TicketURL: ticketURL, RepairTopics: splitList(oc.RepairTopics),
 		Store: s.store, Resender: sched.Resender(), Payloads: payloads, Masking: rules, Logger: s.log, Registerer: s.registry,
-		DeadLetterTopic: s.cfg.DLTTopic,
+		DeadLetterTopic: s.cfg.clusters()[0].DLTTopic, Clusters: clusterNames(s.cfg.clusters()),
+		CrossCluster: sched.Resender().CrossClusterAllowed,
 		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*redrive.Reactivation, error) {
+			re := reactivators[r.Cluster]
+			if re == nil {
+				return nil, fmt.Errorf("%w: cluster %q has no reactivator", operator.ErrUnavailable, r.Cluster)
+			}
 			return re.Start(ctx, intake.ReactivateRequest{Principal: r.Principal, Reason: r.Reason, Limit: r.Limit, UpToNow: r.UpToNow})
 		},
 	})

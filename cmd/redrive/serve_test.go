@@ -208,9 +208,9 @@ func TestServe(t *testing.T) {
 	}
 	cluster.ConsumeN(t, "errors-dlt", 1, 30*time.Second)
 	for _, want := range []string{
-		`redrive_intake_failures_ingested_total{service="billing",temporality="TEMPORARY",topic="orders"} 1`,
-		`redrive_intake_duplicates_total 1`,
-		`redrive_intake_dead_lettered_total{check="unknown first byte"} 1`,
+		`redrive_intake_failures_ingested_total{cluster="default",service="billing",temporality="TEMPORARY",topic="orders"} 1`,
+		`redrive_intake_duplicates_total{cluster="default"} 1`,
+		`redrive_intake_dead_lettered_total{check="unknown first byte",cluster="default"} 1`,
 		`redrive_failures{state="RETRY_PENDING"} 1`,
 		`redrive_failures_oldest_age_seconds{state="RETRY_PENDING"}`,
 		`redrive_intake_batch_duration_seconds_bucket`,

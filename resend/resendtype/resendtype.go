@@ -61,6 +61,9 @@ type ManualRequest struct {
 	// TargetTopic, when set, sends the records to this topic instead of their original one
 	// (partitioned by key).
 	TargetTopic string
+	// TargetCluster, when set, sends the records to this configured Kafka cluster instead of
+	// the one each was read from; only along an allowed route (resend.Config.CrossCluster).
+	TargetCluster string
 	// Headers, when set, are added after each record's headers (e.g. avro.HeaderRelease when
 	// an operator closed an ordering guard's head with release).
 	Headers []avro.Header
@@ -102,6 +105,8 @@ type Revision struct {
 // Tagged is a record sent with a HeaderJobItem header, as a search for it on the broker
 // names it.
 type Tagged struct {
+	// Cluster is the Kafka cluster the record was sent to; "" is store.DefaultCluster.
+	Cluster string
 	// Topic is where the record was sent.
 	Topic string
 	// Partition is the partition it was sent to; -1 when the producer chose (by key).
