@@ -222,7 +222,9 @@ func ParsePart(field, s string) (Part, error) {
 type Payload struct {
 	ID    uuid.UUID
 	Topic string
-	Part  Part
+	// Cluster is the Kafka cluster of the failure, whose schema registry decodes the part.
+	Cluster string
+	Part    Part
 	// Bytes are the part's bytes, masked when Masked says so.
 	Bytes  []byte
 	Masked bool
@@ -281,7 +283,7 @@ func (c *Core) loadPayload(ctx context.Context, id uuid.UUID, part Part, reader 
 		return nil, fromStore(err)
 	}
 	rv := c.viewRecord(d.Key, d.Value, nil, reader, d.Topic)
-	p := &Payload{ID: id, Topic: d.Topic, Part: part, Bytes: rv.Value, Masked: rv.Masked, original: d.Value}
+	p := &Payload{ID: id, Topic: d.Topic, Cluster: d.Cluster, Part: part, Bytes: rv.Value, Masked: rv.Masked, original: d.Value}
 	if part == PartKey {
 		if d.Key == nil {
 			return nil, fmt.Errorf("key of %s: %w", id, redrive.ErrNullPart)
@@ -297,7 +299,7 @@ func (c *Core) DecodeFailure(v *FailureView) (*payload.Decoded, error) {
 	if v.PayloadHidden != "" {
 		return nil, fmt.Errorf("%w: %s", redrive.ErrPayloadForbidden, HiddenReason)
 	}
-	return c.DecodePayload(&Payload{ID: v.ID, Topic: v.Topic, Part: PartValue, original: v.original})
+	return c.DecodePayload(&Payload{ID: v.ID, Topic: v.Topic, Cluster: v.Cluster, Part: PartValue, original: v.original})
 }
 
 // DecodePayload decodes p with its writer schema (see payload.Decoder: Avro, Protobuf or JSON
@@ -307,7 +309,7 @@ func (c *Core) DecodeFailure(v *FailureView) (*payload.Decoded, error) {
 // withheld when the rules mask anything of it. The error is an *avro.PayloadError, whose text
 // is safe to show.
 func (c *Core) DecodePayload(p *Payload) (*payload.Decoded, error) {
-	d, err := c.cfg.Payloads.Decode(p.Topic, string(p.Part), p.original)
+	d, err := c.PayloadDecoder(p.Cluster).Decode(p.Topic, string(p.Part), p.original)
 	if err != nil {
 		return nil, err
 	}
@@ -323,6 +325,16 @@ func (c *Core) DecodePayload(p *Payload) (*payload.Decoded, error) {
 		return &masked, nil
 	}
 	return d, nil
+}
+
+// PayloadDecoder returns the decoder of the Kafka cluster's payloads: the one of
+// Config.ClusterPayloads for the cluster, or Config.Payloads for a cluster without one (an
+// unknown cluster, a row stored before clusters had names).
+func (c *Core) PayloadDecoder(cluster string) *payload.Decoder {
+	if d := c.cfg.ClusterPayloads[cluster]; d != nil {
+		return d
+	}
+	return c.cfg.Payloads
 }
 
 // MaskedValidation replaces the validation errors of a JSON Schema payload that the masking

@@ -49,8 +49,14 @@ type Config struct {
 	Resender Resender
 	// Payloads decodes payloads (Avro, Protobuf, JSON Schema, plain JSON) for their views and
 	// re-encodes repairs of them. Defaults to a decoder that knows the contract's own Avro
-	// schemas and has no registry.
+	// schemas and has no registry. It decodes the payloads of every cluster that
+	// ClusterPayloads has no decoder for.
 	Payloads *payload.Decoder
+	// ClusterPayloads are the decoders of the named Kafka clusters, each with the schema
+	// registry of its cluster: a failure's payload is decoded (and a repair of it re-encoded)
+	// with the decoder of the failure's cluster, so that a schema id means what it means in
+	// that cluster's registry. A cluster without one here uses Payloads. Defaults to none.
+	ClusterPayloads map[string]*payload.Decoder
 	// Masking hides parts of payloads in every payload view (masking.Load). Defaults to none.
 	Masking *masking.Rules
 	// QueryTimeout bounds each read. Defaults to 10s.

@@ -174,7 +174,7 @@ func (c *Core) editedValue(d *redrive.FailureDetail, req RepairRequest) ([]byte,
 		}
 		return v, nil
 	case EditAvro, EditProtobuf, EditJSONSchema:
-		out, err := c.cfg.Payloads.Encode(d.Topic, string(PartValue), req.ValueFormat, d.Value, v)
+		out, err := c.PayloadDecoder(d.Cluster).Encode(d.Topic, string(PartValue), req.ValueFormat, d.Value, v)
 		var pe *avro.PayloadError
 		if errors.As(err, &pe) {
 			return nil, unprocessable("value", "%s", pe.Detail)

@@ -64,7 +64,7 @@ func (c *Core) RepairStart(ctx context.Context, v *FailureView) (*RepairStart, e
 			s.Value, s.Format = b.Bytes(), EditJSON
 		}
 	case ContentType(d.Value) == "application/vnd.apache.avro":
-		p, err := c.cfg.Payloads.Decode(d.Topic, string(PartValue), d.Value)
+		p, err := c.PayloadDecoder(d.Cluster).Decode(d.Topic, string(PartValue), d.Value)
 		if err != nil || p.Format == payload.FormatJSON {
 			if err == nil || !utf8.Valid(d.Value) {
 				break
@@ -110,7 +110,7 @@ func (c *Core) refusePlaceholders(d *redrive.FailureDetail, req RepairRequest) e
 		runs := placeholderRuns(d.Value, c.maskedValue(d.Topic, d.Value))
 		if req.ValueFormat == EditAvro || req.ValueFormat == EditProtobuf || req.ValueFormat == EditJSONSchema ||
 			ContentType(d.Value) == "application/vnd.apache.avro" {
-			if p, err := c.cfg.Payloads.Decode(d.Topic, string(PartValue), d.Value); err == nil {
+			if p, err := c.PayloadDecoder(d.Cluster).Decode(d.Topic, string(PartValue), d.Value); err == nil {
 				for n := range placeholderRuns(p.JSON, c.maskedValue(d.Topic, p.JSON)) {
 					runs[n] = true
 				}

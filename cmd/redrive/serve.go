@@ -117,17 +117,15 @@ func (s *service) build(ctx context.Context) error {
 
 	s.ready = append(s.ready, postgresReady(s.pool))
 	var (
-		firstRegistry avro.Registry
-		reactivators  = map[string]*intake.Reactivator{}
+		registries   = map[string]avro.Registry{}
+		reactivators = map[string]*intake.Reactivator{}
 	)
-	for i, cl := range s.cfg.clusters() {
+	for _, cl := range s.cfg.clusters() {
 		registry, err := s.registryClient(cl)
 		if err != nil {
 			return err
 		}
-		if i == 0 {
-			firstRegistry = registry
-		}
+		registries[cl.Name] = registry
 		codec, err := avro.NewCodec(avro.Config{Registry: registry, MaxSize: s.cfg.MaxEventSize})
 		if err != nil {
 			return err
@@ -183,7 +181,7 @@ func (s *service) build(ctx context.Context) error {
 	}
 	s.components = append(s.components, component{name: "state-metrics", run: states.Run})
 	s.ready = append(s.ready, s.intakeReady()...)
-	if err := s.buildOperators(ctx, firstRegistry, reactivators); err != nil {
+	if err := s.buildOperators(ctx, registries, reactivators); err != nil {
 		return err
 	}
 

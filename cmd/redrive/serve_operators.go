@@ -273,8 +273,9 @@ func (c operatorConfig) authConfig(log *slog.Logger) (auth.Config, error) {
 // runner, and its two translators, the REST API at /api/v1/ and the UI at /, sharing one
 // authenticator.
 //
-// Resends go to each failure's own cluster; reactivations to the cluster asked for.
-func (s *service) buildOperators(ctx context.Context, registry avro.Registry, reactivators map[string]*intake.Reactivator) error {
+// Resends go to each failure's own cluster; reactivations to the cluster asked for; payloads
+// are decoded with the schema registry of their failure's cluster (registries, by cluster name).
+func (s *service) buildOperators(ctx context.Context, registries map[string]avro.Registry, reactivators map[string]*intake.Reactivator) error {
 	oc := s.cfg.Operators
 	authCfg, err := oc.authConfig(s.log)
 	if err != nil {
@@ -318,9 +319,9 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	s.components = append(s.components, component{name: "resend", run: sched.Run})
 	s.clusterErr = sched.ClusterErr
 
-	payloads, err := payload.New(payload.Config{Registry: registry})
+	payloads, clusterPayloads, err := s.payloadDecoders(registries)
 	if err != nil {
-		return fmt.Errorf("payload decoder: %w", err)
+		return err
 	}
 	var rules *masking.Rules
 	if oc.MaskingRules != "" {
@@ -335,7 +336,7 @@ func (s *service) buildOperators(ctx context.Context, registry avro.Registry, re
 	}
 	core, err := operator.New(operator.Config{
 		OpenTicket: openTicket, TicketURL: ticketURL, RepairTopics: splitList(oc.RepairTopics),
-		Store: s.store, Resender: sched.Resender(), Payloads: payloads, Masking: rules, Logger: s.log, Registerer: s.registry,
+		Store: s.store, Resender: sched.Resender(), Payloads: payloads, ClusterPayloads: clusterPayloads, Masking: rules, Logger: s.log, Registerer: s.registry,
 		DeadLetterTopic: s.cfg.clusters()[0].DLTTopic, Clusters: clusterNames(s.cfg.clusters()),
 		CrossCluster: sched.Resender().CrossClusterAllowed,
 		Reactivate: func(ctx context.Context, r operator.ReactivateRequest) (*redrive.Reactivation, error) {
@@ -443,4 +444,29 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// payloadDecoders returns one payload decoder per cluster, each with the cluster's schema
+// registry, and the first cluster's decoder, which decodes the payloads of any other cluster
+// name. The configuration's in-process registry (the demo's) serves every cluster, so then one
+// decoder serves them all.
+func (s *service) payloadDecoders(registries map[string]avro.Registry) (*payload.Decoder, map[string]*payload.Decoder, error) {
+	clusters := s.cfg.clusters()
+	byCluster := make(map[string]*payload.Decoder, len(clusters))
+	var shared *payload.Decoder
+	for _, cl := range clusters {
+		if shared != nil {
+			byCluster[cl.Name] = shared
+			continue
+		}
+		d, err := payload.New(payload.Config{Registry: registries[cl.Name]})
+		if err != nil {
+			return nil, nil, fmt.Errorf("payload decoder of cluster %s: %w", cl.Name, err)
+		}
+		byCluster[cl.Name] = d
+		if s.cfg.registry != nil {
+			shared = d
+		}
+	}
+	return byCluster[clusters[0].Name], byCluster, nil
 }
