@@ -453,20 +453,22 @@ func splitList(s string) []string {
 func (s *service) payloadDecoders(registries map[string]avro.Registry) (*payload.Decoder, map[string]*payload.Decoder, error) {
 	clusters := s.cfg.clusters()
 	byCluster := make(map[string]*payload.Decoder, len(clusters))
-	var shared *payload.Decoder
-	for _, cl := range clusters {
-		if shared != nil {
-			byCluster[cl.Name] = shared
-			continue
+	if s.cfg.registry != nil {
+		d, err := payload.New(payload.Config{Registry: s.cfg.registry})
+		if err != nil {
+			return nil, nil, fmt.Errorf("payload decoder: %w", err)
 		}
+		for _, cl := range clusters {
+			byCluster[cl.Name] = d
+		}
+		return d, byCluster, nil
+	}
+	for _, cl := range clusters {
 		d, err := payload.New(payload.Config{Registry: registries[cl.Name]})
 		if err != nil {
 			return nil, nil, fmt.Errorf("payload decoder of cluster %s: %w", cl.Name, err)
 		}
 		byCluster[cl.Name] = d
-		if s.cfg.registry != nil {
-			shared = d
-		}
 	}
 	return byCluster[clusters[0].Name], byCluster, nil
 }
