@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
 	"github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/errorhandler/internal/engine"
 	"github.com/redrive/redrive/errorhandler/internal/orderingkey"
 )
 
@@ -18,17 +18,10 @@ import (
 // partition 0, read back from its start on every partition assignment. Use one topic per
 // consumer group, created with cleanup.policy=compact. It is safe for concurrent use.
 type OrderingStore struct {
-	brokers string
-	topic   string
-	prod    *kafka.Producer
-	done    chan struct{}
-
-	stopWarm context.CancelFunc // ends the first read, started by the constructor
-
-	mu   sync.Mutex        // serializes Loads
-	cons *kafka.Consumer   // reads the topic, from the first Load on
-	pos  int64             // the offset after the last record read
-	view map[string][]byte // record key -> last value read
+	topic string
+	prod  *kafka.Producer
+	done  chan struct{}
+	view  *engine.StoreView
 }
 
 var _ errorhandler.OrderingStore = (*OrderingStore)(nil)
@@ -51,13 +44,13 @@ func NewOrderingStore(s Settings, topic string) (*OrderingStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new ordering store producer: %w", err)
 	}
-	o := &OrderingStore{brokers: s.DeadLetterBrokers, topic: topic, prod: kp, done: make(chan struct{}), view: map[string][]byte{}}
+	o := &OrderingStore{topic: topic, prod: kp, done: make(chan struct{})}
 	go func() { // events other than delivery reports (those go to each Save's channel)
 		defer close(o.done)
 		for range kp.Events() {
 		}
 	}()
-	o.warm()
+	o.view = engine.NewStoreView(&storeReader{brokers: s.DeadLetterBrokers, topic: topic, prod: kp})
 	return o, nil
 }
 
@@ -92,25 +85,23 @@ func (o *OrderingStore) Save(ctx context.Context, topic string, partition int32,
 // Load reads the topic up to its end (from where the last Load stopped: the store keeps what it
 // read) and returns the last state of every key of topic's partition.
 func (o *OrderingStore) Load(ctx context.Context, topic string, partition int32) (map[string][]byte, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err := o.catchUp(ctx); err != nil {
-		return nil, err
-	}
-	out := map[string][]byte{}
-	for k, v := range o.view {
-		if key, ok := orderingkey.Decode([]byte(k), topic, partition); ok {
-			out[key] = v
-		}
-	}
-	return out, nil
+	return o.view.Load(ctx, topic, partition)
 }
 
-// catchUp reads the topic up to its end into the view. The caller holds mu.
-func (o *OrderingStore) catchUp(ctx context.Context) error {
-	if o.cons == nil {
+// storeReader reads the store's topic for its view.
+type storeReader struct {
+	brokers  string
+	topic    string
+	prod     *kafka.Producer // the store's producer, asked for the end offset
+	cons     *kafka.Consumer // reads the topic, from the first catch-up on
+	deadline time.Time       // when the catch-up in progress gives up
+}
+
+// EndOffset opens the consumer on the first call and returns the topic's end offset.
+func (sr *storeReader) EndOffset(_ context.Context) (int64, error) {
+	if sr.cons == nil {
 		c, err := kafka.NewConsumer(&kafka.ConfigMap{
-			"bootstrap.servers":      o.brokers,
+			"bootstrap.servers":      sr.brokers,
 			"group.id":               "redrive-errorhandler-ordering",
 			"client.id":              "redrive-errorhandler-ordering",
 			"enable.auto.commit":     false,
@@ -118,55 +109,56 @@ func (o *OrderingStore) catchUp(ctx context.Context) error {
 			"fetch.error.backoff.ms": 10,
 		})
 		if err != nil {
-			return fmt.Errorf("ordering store: load: new consumer: %w", err)
+			return 0, fmt.Errorf("ordering store: load: new consumer: %w", err)
 		}
-		if err := c.Assign([]kafka.TopicPartition{{Topic: &o.topic, Partition: 0, Offset: kafka.OffsetBeginning}}); err != nil {
+		if err := c.Assign([]kafka.TopicPartition{{Topic: &sr.topic, Partition: 0, Offset: kafka.OffsetBeginning}}); err != nil {
 			_ = c.Close()
-			return fmt.Errorf("ordering store: load: assign: %w", err)
+			return 0, fmt.Errorf("ordering store: load: assign: %w", err)
 		}
-		o.cons = c
+		sr.cons = c
 	}
 	// Asked on the producer's connections: the consumer's may wait behind a fetch.
-	_, high, err := o.prod.QueryWatermarkOffsets(o.topic, 0, 10000)
+	_, high, err := sr.prod.QueryWatermarkOffsets(sr.topic, 0, 10000)
 	if err != nil {
-		return fmt.Errorf("ordering store: load: end offset of %s: %w", o.topic, err)
+		return 0, fmt.Errorf("ordering store: load: end offset of %s: %w", sr.topic, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for o.pos < high {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("ordering store: load: %w", err)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("ordering store: load: %s not read to its end within 30s", o.topic)
-		}
-		switch ev := o.cons.Poll(100).(type) {
-		case *kafka.Message:
-			if ev.Value == nil {
-				delete(o.view, string(ev.Key))
-			} else {
-				o.view[string(ev.Key)] = ev.Value
-			}
-			o.pos = int64(ev.TopicPartition.Offset) + 1
-		case kafka.Error:
-			if ev.IsFatal() {
-				return fmt.Errorf("ordering store: load: %w", ev)
-			}
+	sr.deadline = time.Now().Add(30 * time.Second)
+	return high, nil
+}
+
+// Poll polls the consumer once (100ms at the most); a catch-up gives up 30s after it started.
+func (sr *storeReader) Poll(ctx context.Context, apply func(key, value []byte, offset int64)) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ordering store: load: %w", err)
+	}
+	if time.Now().After(sr.deadline) {
+		return fmt.Errorf("ordering store: load: %s not read to its end within 30s", sr.topic)
+	}
+	switch ev := sr.cons.Poll(100).(type) {
+	case *kafka.Message:
+		apply(ev.Key, ev.Value, int64(ev.TopicPartition.Offset))
+	case kafka.Error:
+		if ev.IsFatal() {
+			return fmt.Errorf("ordering store: load: %w", ev)
 		}
 	}
 	return nil
 }
 
+// Close closes the consumer.
+func (sr *storeReader) Close() {
+	if sr.cons != nil {
+		_ = sr.cons.Close()
+	}
+}
+
 // Close flushes and closes the store's producer.
 func (o *OrderingStore) Close() {
-	o.stopWarm()
-	o.prod.Flush(5000)
-	o.prod.Close()
-	<-o.done
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.cons != nil {
-		_ = o.cons.Close()
-	}
+	o.view.Close(func() {
+		o.prod.Flush(5000)
+		o.prod.Close()
+		<-o.done
+	})
 }
 
 // ClearOrdering drops the ordering guard's state of topic/partition, in the store too: its
@@ -176,18 +168,6 @@ func (o *OrderingStore) Close() {
 // or its topic is not guarded.
 func (r *Runner[K, V]) ClearOrdering(ctx context.Context, topic string, partition int32) error {
 	return r.e.ClearOrdering(ctx, topic, partition)
-}
-
-// warm reads the topic in the background, so that the first partition assignment finds the
-// store caught up (a Load waits for it).
-func (o *OrderingStore) warm() {
-	ctx, cancel := context.WithCancel(context.Background())
-	o.stopWarm = cancel
-	o.mu.Lock() // taken before the constructor returns: the first Load waits for the read
-	go func() {
-		defer o.mu.Unlock()
-		_ = o.catchUp(ctx)
-	}()
 }
 
 // ResolveOrdering resolves the head failure of key on topic/partition as if its resend had been

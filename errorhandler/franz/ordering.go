@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/errorhandler/internal/engine"
 	"github.com/redrive/redrive/errorhandler/internal/orderingkey"
 )
 
@@ -20,16 +20,9 @@ import (
 // partition 0, read back from its start on every partition assignment. Use one topic per
 // consumer group, created with cleanup.policy=compact. It is safe for concurrent use.
 type OrderingStore struct {
-	s     Settings
 	topic string
 	prod  *kgo.Client
-
-	stopWarm context.CancelFunc // ends the first read, started by the constructor
-
-	mu   sync.Mutex        // serializes Loads
-	cons *kgo.Client       // reads the topic, from the first Load on
-	pos  int64             // the offset after the last record read
-	view map[string][]byte // record key -> last value read
+	view  *engine.StoreView
 }
 
 var _ errorhandler.OrderingStore = (*OrderingStore)(nil)
@@ -53,8 +46,8 @@ func NewOrderingStore(s Settings, topic string) (*OrderingStore, error) {
 		cl.Close()
 		return nil, err
 	}
-	o := &OrderingStore{s: s, topic: topic, prod: cl, view: map[string][]byte{}}
-	o.warm()
+	o := &OrderingStore{topic: topic, prod: cl}
+	o.view = engine.NewStoreView(&storeReader{brokers: s.DeadLetterBrokers, topic: topic, prod: cl})
 	return o, nil
 }
 
@@ -76,90 +69,75 @@ func (o *OrderingStore) Save(ctx context.Context, topic string, partition int32,
 func (o *OrderingStore) Load(ctx context.Context, topic string, partition int32) (map[string][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err := o.catchUp(ctx); err != nil {
-		return nil, err
-	}
-	out := map[string][]byte{}
-	for k, v := range o.view {
-		if key, ok := orderingkey.Decode([]byte(k), topic, partition); ok {
-			out[key] = v
-		}
-	}
-	return out, nil
+	return o.view.Load(ctx, topic, partition)
 }
 
-// catchUp reads the topic up to its end into the view. The caller holds mu.
-func (o *OrderingStore) catchUp(ctx context.Context) error {
-	end, err := o.endOffset(ctx)
-	if err != nil {
-		return err
-	}
-	if o.cons == nil && end > 0 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(o.s.DeadLetterBrokers...), kgo.ClientID("redrive-errorhandler-ordering"),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: {0: kgo.NewOffset().AtStart()}}),
-			kgo.FetchMaxWait(100*time.Millisecond))
-		if err != nil {
-			return fmt.Errorf("ordering store: load: new client: %w", err)
-		}
-		o.cons = cl
-	}
-	for o.pos < end {
-		fs := o.cons.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("ordering store: load: %w", err)
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return fmt.Errorf("ordering store: load: %w", ferr)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Value == nil {
-				delete(o.view, string(r.Key))
-			} else {
-				o.view[string(r.Key)] = r.Value
-			}
-			o.pos = r.Offset + 1
-		})
-	}
-	return nil
+// storeReader reads the store's topic for its view.
+type storeReader struct {
+	brokers []string
+	topic   string
+	prod    *kgo.Client // the store's producer, asked for the end offset
+	cons    *kgo.Client // reads the topic, from the first record to read on
 }
 
-// endOffset returns the end offset of the topic's partition 0.
-func (o *OrderingStore) endOffset(ctx context.Context) (int64, error) {
+// EndOffset returns the end offset of the topic's partition 0.
+func (sr *storeReader) EndOffset(ctx context.Context) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	t := kmsg.NewListOffsetsRequestTopic()
-	t.Topic = o.topic
+	t.Topic = sr.topic
 	p := kmsg.NewListOffsetsRequestTopicPartition()
 	p.Partition, p.Timestamp = 0, -1
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, o.prod)
+	resp, err := req.RequestWith(ctx, sr.prod)
 	if err != nil {
 		return 0, fmt.Errorf("ordering store: end offset: %w", err)
 	}
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				return 0, fmt.Errorf("ordering store: end offset of %s: %w", o.topic, err)
+				return 0, fmt.Errorf("ordering store: end offset of %s: %w", sr.topic, err)
 			}
 			return rp.Offset, nil
 		}
 	}
-	return 0, fmt.Errorf("ordering store: end offset of %s: no answer", o.topic)
+	return 0, fmt.Errorf("ordering store: end offset of %s: no answer", sr.topic)
+}
+
+// Poll opens the consumer on the first call and polls one fetch.
+func (sr *storeReader) Poll(ctx context.Context, apply func(key, value []byte, offset int64)) error {
+	if sr.cons == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(sr.brokers...), kgo.ClientID("redrive-errorhandler-ordering"),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{sr.topic: {0: kgo.NewOffset().AtStart()}}),
+			kgo.FetchMaxWait(100*time.Millisecond))
+		if err != nil {
+			return fmt.Errorf("ordering store: load: new client: %w", err)
+		}
+		sr.cons = cl
+	}
+	fs := sr.cons.PollFetches(ctx)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ordering store: load: %w", err)
+	}
+	var ferr error
+	fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+	if ferr != nil {
+		return fmt.Errorf("ordering store: load: %w", ferr)
+	}
+	fs.EachRecord(func(r *kgo.Record) { apply(r.Key, r.Value, r.Offset) })
+	return nil
+}
+
+// Close closes the consumer.
+func (sr *storeReader) Close() {
+	if sr.cons != nil {
+		sr.cons.Close()
+	}
 }
 
 // Close closes the store's clients.
 func (o *OrderingStore) Close() {
-	o.stopWarm()
-	o.prod.Close()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.cons != nil {
-		o.cons.Close()
-	}
+	o.view.Close(o.prod.Close)
 }
 
 // ClearOrdering drops the ordering guard's state of topic/partition, in the store too: its
@@ -169,18 +147,6 @@ func (o *OrderingStore) Close() {
 // or its topic is not guarded.
 func (r *Runner[K, V]) ClearOrdering(ctx context.Context, topic string, partition int32) error {
 	return r.e.ClearOrdering(ctx, topic, partition)
-}
-
-// warm reads the topic in the background, so that the first partition assignment finds the
-// store caught up (a Load waits for it).
-func (o *OrderingStore) warm() {
-	ctx, cancel := context.WithCancel(context.Background())
-	o.stopWarm = cancel
-	o.mu.Lock() // taken before the constructor returns: the first Load waits for the read
-	go func() {
-		defer o.mu.Unlock()
-		_ = o.catchUp(ctx)
-	}()
 }
 
 // ResolveOrdering resolves the head failure of key on topic/partition as if its resend had been

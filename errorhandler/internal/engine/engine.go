@@ -1,7 +1,8 @@
 // Package engine is the client-agnostic machinery of the errorhandler middleware: partitions
 // with their workers, policies, the decode hook, in-place retries, halts and releases, the
 // flood guard, health, metrics, MPFE building and publishing, and the per-partition offset
-// tracking that lets dead-lettering be pipelined. The adapters (errorhandler/confluent and
+// tracking that lets dead-lettering be pipelined, and the read side of the ordering guard's
+// store on a compacted topic (StoreView). The adapters (errorhandler/confluent and
 // errorhandler/franz) own the Kafka client: they run the poll loop, hand records to the
 // Engine, and carry out its pause, resume, seek and commit requests through a Consumer.
 package engine
