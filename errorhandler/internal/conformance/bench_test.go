@@ -208,7 +208,17 @@ func envInt(b *testing.B, name string, def int) int {
 	return v
 }
 
+// produceBench writes n records to topic with keys order-<i>, each with a type header.
 func produceBench(b *testing.B, k *testkit.Cluster, topic string, n int) {
+	produceRecords(b, k, n, func(i int, value []byte) *kgo.Record {
+		return &kgo.Record{Topic: topic, Key: []byte("order-" + strconv.Itoa(i)), Value: value,
+			Headers: []kgo.RecordHeader{{Key: "type", Value: []byte("OrderPlaced")}}}
+	})
+}
+
+// produceRecords writes record(i, value) for each i below n, where value is the benchmarks'
+// order, and waits until all are acknowledged.
+func produceRecords(b *testing.B, k *testkit.Cluster, n int, record func(i int, value []byte) *kgo.Record) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...), kgo.ProducerLinger(20*time.Millisecond),
 		kgo.MaxBufferedRecords(50_000))
 	if err != nil {
@@ -218,9 +228,7 @@ func produceBench(b *testing.B, k *testkit.Cluster, topic string, n int) {
 	value := []byte(`{"id":"order-000000","amount":1250,"currency":"CHF","items":3}`)
 	var failed atomic.Pointer[error]
 	for i := range n {
-		rec := &kgo.Record{Topic: topic, Key: []byte("order-" + strconv.Itoa(i)), Value: value,
-			Headers: []kgo.RecordHeader{{Key: "type", Value: []byte("OrderPlaced")}}}
-		cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
+		cl.Produce(context.Background(), record(i, value), func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.CompareAndSwap(nil, &err)
 			}
@@ -315,6 +323,14 @@ func benchConfluentPlain(b *testing.B, k *testkit.Cluster, topic string, n int, 
 	start := time.Now()
 	c := benchConfluentConsumer(b, k, topic, group, nil)
 	defer c.Close()
+	confluentPlainLoop(b, c, topic, n, start, nil)
+	return time.Since(start)
+}
+
+// confluentPlainLoop is franzPlainLoop on confluent-kafka-go: it consumes n records of topic
+// with c in a plain poll loop, decoding and handling each inline, then calling then (when not
+// nil) with it. The caller closes c, outside the measured time (closing leaves the group).
+func confluentPlainLoop(b *testing.B, c *kafka.Consumer, topic string, n int, start time.Time, then func(*kafka.Message)) {
 	for got := 0; got < n; {
 		if m, ok := c.Poll(100).(*kafka.Message); ok {
 			v, err := benchDecoder.Decode(topic, m.Value)
@@ -324,13 +340,15 @@ func benchConfluentPlain(b *testing.B, k *testkit.Cluster, topic string, n int, 
 			if err := benchHandle(context.Background(), eh.Record[[]byte, []byte]{Value: v, Message: confluent.Message(m)}); err != nil {
 				b.Fatal(err)
 			}
+			if then != nil {
+				then(m)
+			}
 			if got == 0 {
 				firstRecord = time.Since(start)
 			}
 			got++
 		}
 	}
-	return time.Since(start)
 }
 
 func benchRunner(b *testing.B, k *testkit.Cluster, client, topic string, n int, group string, fail bool) time.Duration {
@@ -358,17 +376,7 @@ func benchRunner(b *testing.B, k *testkit.Cluster, client, topic string, n int, 
 	if os.Getenv("EH_BENCH_MAX_BUFFERED") != "" {
 		cfg.MaxBuffered = envInt(b, "EH_BENCH_MAX_BUFFERED", 0)
 	}
-	var r runner
-	var err error
-	if client == "franz" {
-		r, err = franz.New(cfg, franz.Settings{Brokers: strings.Split(k.Bootstrap(), ",")})
-	} else {
-		r, err = confluent.New(cfg, confluent.Settings{Brokers: k.Bootstrap(),
-			ConsumerConfig: kafka.ConfigMap{"log_level": 3}, ProducerConfig: kafka.ConfigMap{"log_level": 3}})
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := newBenchRunner(b, k, client, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -398,6 +406,29 @@ func benchRunner(b *testing.B, k *testkit.Cluster, client, topic string, n int, 
 		fmt.Printf("%s: %v failed MPFE produce attempts (retried)\n", group, f)
 	}
 	return d
+}
+
+// benchSettings returns the settings of both adapters on k, for the benchmarks' runners.
+func benchSettings(k *testkit.Cluster) (franz.Settings, confluent.Settings) {
+	return franz.Settings{Brokers: strings.Split(k.Bootstrap(), ",")},
+		confluent.Settings{Brokers: k.Bootstrap(), ConsumerConfig: kafka.ConfigMap{"log_level": 3}, ProducerConfig: kafka.ConfigMap{"log_level": 3}}
+}
+
+// newBenchRunner returns a Runner of client ("franz" or "confluent") with cfg and the
+// benchSettings of k.
+func newBenchRunner(b *testing.B, k *testkit.Cluster, client string, cfg eh.Config[[]byte, []byte]) runner {
+	fs, cs := benchSettings(k)
+	var r runner
+	var err error
+	if client == "franz" {
+		r, err = franz.New(cfg, fs)
+	} else {
+		r, err = confluent.New(cfg, cs)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }
 
 // benchFranzCeiling is the Kafka work of the dead-letter path without the middleware: the
@@ -486,18 +517,7 @@ func benchConfluentCeiling(b *testing.B, k *testkit.Cluster, topic string, n int
 	errTopic := "bench-err"
 	c := benchConfluentConsumer(b, k, topic, group, nil)
 	defer c.Close()
-	for got := 0; got < n; {
-		m, ok := c.Poll(100).(*kafka.Message)
-		if !ok {
-			continue
-		}
-		v, err := benchDecoder.Decode(topic, m.Value)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := benchHandle(context.Background(), eh.Record[[]byte, []byte]{Value: v, Message: confluent.Message(m)}); err != nil {
-			b.Fatal(err)
-		}
+	confluentPlainLoop(b, c, topic, n, start, func(*kafka.Message) {
 		buf := make([]byte, len(key)+len(template))
 		copy(buf, key)
 		copy(buf[len(key):], template)
@@ -518,11 +538,7 @@ func benchConfluentCeiling(b *testing.B, k *testkit.Cluster, topic string, n int
 			}
 			break
 		}
-		if got == 0 {
-			firstRecord = time.Since(start)
-		}
-		got++
-	}
+	})
 	for acked.Load() < int64(n) {
 		select {
 		case <-delivered:

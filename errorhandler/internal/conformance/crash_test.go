@@ -14,8 +14,6 @@ import (
 
 	eh "github.com/redrive/redrive/errorhandler"
 	"github.com/redrive/redrive/intake"
-	"github.com/redrive/redrive/internal/testkit"
-	"github.com/redrive/redrive/store"
 )
 
 // Environment of the crash child (TestCrashChild), a consumer process that the parent kills.
@@ -108,25 +106,7 @@ func TestCrashRedeadLettersWithTheSameIdentity(t *testing.T) {
 // failing records must be stored as exactly want rows, each a first attempt.
 func checkStoredOnce(t *testing.T, e *env, want int) {
 	t.Helper()
-	pool := testkit.Postgres(t)
-	st, err := store.New(store.Config{Pool: pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.k.CreateTopic(t, testErrTopic+"-dlt", 1)
-	in, err := intake.New(intake.Config{
-		Store:           st,
-		NextAttempt:     func(_ int, now time.Time) (time.Time, bool) { return now.Add(time.Hour), true },
-		Bootstrap:       e.k.Bootstrap(),
-		Topic:           testErrTopic,
-		DeadLetterTopic: testErrTopic + "-dlt",
-		BatchWait:       10 * time.Millisecond,
-		Logger:          testLogger(t),
-		Registerer:      prometheus.NewRegistry(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, _, in := newServiceIntake(t, e)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -107,28 +106,9 @@ func BenchmarkOrderingGuard(b *testing.B) {
 
 // produceKeyed writes n records to topic with keys order-<i mod benchKeys>.
 func produceKeyed(b *testing.B, k *testkit.Cluster, topic string, n int) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(k.Bootstrap(), ",")...), kgo.ProducerLinger(20*time.Millisecond),
-		kgo.MaxBufferedRecords(50_000))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	value := []byte(`{"id":"order-000000","amount":1250,"currency":"CHF","items":3}`)
-	var failed atomic.Pointer[error]
-	for i := range n {
-		rec := &kgo.Record{Topic: topic, Key: []byte("order-" + strconv.Itoa(i%benchKeys)), Value: value}
-		cl.Produce(context.Background(), rec, func(_ *kgo.Record, err error) {
-			if err != nil {
-				failed.CompareAndSwap(nil, &err)
-			}
-		})
-	}
-	if err := cl.Flush(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	if err := failed.Load(); err != nil {
-		b.Fatal(*err)
-	}
+	produceRecords(b, k, n, func(i int, value []byte) *kgo.Record {
+		return &kgo.Record{Topic: topic, Key: []byte("order-" + strconv.Itoa(i%benchKeys)), Value: value}
+	})
 }
 
 // benchFailingKey reports whether key is one of the 1% failing keys (order-0, order-100, ...).
@@ -164,9 +144,8 @@ func benchOrdered(b *testing.B, k *testkit.Cluster, client, topic string, n int,
 		DeadLetter:     eh.DeadLetterConfig{ErrorTopic: "bench-err"},
 		Metrics:        reg,
 	}
-	fs := franz.Settings{Brokers: strings.Split(k.Bootstrap(), ",")}
-	cs := confluent.Settings{Brokers: k.Bootstrap(), ConsumerConfig: kafka.ConfigMap{"log_level": 3}, ProducerConfig: kafka.ConfigMap{"log_level": 3}}
 	if guard {
+		fs, cs := benchSettings(k)
 		// One state topic per consumer group, as in production.
 		stateTopic := group + "-ordering"
 		k.CreateTopic(b, stateTopic, 1)
@@ -183,16 +162,7 @@ func benchOrdered(b *testing.B, k *testkit.Cluster, client, topic string, n int,
 		defer st.Close()
 		cfg.Ordering = eh.Ordering{Topics: []string{topic}, Store: st}
 	}
-	var r runner
-	var err error
-	if client == "franz" {
-		r, err = franz.New(cfg, fs)
-	} else {
-		r, err = confluent.New(cfg, cs)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := newBenchRunner(b, k, client, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()

@@ -101,11 +101,7 @@ func TestOrderingGuardParksBehindTheHead(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		e := newEnv(t, a, 1)
 		e.k.CreateTopic(t, testStateTopic, 1)
-		topic := testTopic
-		msg := func(key, val string) *kafka.Message {
-			return &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Key: []byte(key), Value: []byte(val)}
-		}
-		e.k.Produce(t, msg("a", "a0"), msg("a", "a1"), msg("b", "b2"), msg("a", "a3"), msg("b", "b4"))
+		e.k.Produce(t, keyed("a:a0", "a:a1", "b:b2", "a:a3", "b:b4")...)
 		l := newLedger(map[string]int{"orders/0/0": 1})
 		s := e.start(e.orderedConfig("parks-"+string(a), l, e.newOrderingStore()))
 		evs := e.mpfes(3)

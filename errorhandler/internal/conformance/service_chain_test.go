@@ -27,11 +27,7 @@ func TestOrderingGuardServiceResendsTheChain(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, a adapter) {
 		e := newEnv(t, a, 1)
 		e.k.CreateTopic(t, testStateTopic, 1)
-		topic := testTopic
-		msg := func(key, val string) *kafka.Message {
-			return &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Key: []byte(key), Value: []byte(val)}
-		}
-		e.k.Produce(t, msg("a", "a0"), msg("a", "a1"), msg("c", "c2"), msg("a", "a3"), msg("c", "c4"))
+		e.k.Produce(t, keyed("a:a0", "a:a1", "c:c2", "a:a3", "c:c4")...)
 		// a0 fails once (its resend is handled); c2 fails every time.
 		l := newLedger(map[string]int{"orders/0/0": 1, "orders/0/2": 1 << 20})
 		s := e.start(e.orderedConfig("service-chain-"+string(a), l, e.newOrderingStore()))
@@ -78,9 +74,9 @@ func TestOrderingGuardServiceResendsTheChain(t *testing.T) {
 	})
 }
 
-// startServiceCore runs the service's intake over the env's error topic into a fresh
-// database, and a resender (no automatic resends) under an operator core.
-func startServiceCore(t *testing.T, e *env) (*operator.Core, *pgxpool.Pool) {
+// newServiceIntake returns a fresh database with the service's store on it, and the service's
+// intake (not yet running) from the env's error topic into that store.
+func newServiceIntake(t *testing.T, e *env) (*pgxpool.Pool, *store.Store, *intake.Intake) {
 	t.Helper()
 	pool := testkit.Postgres(t)
 	st, err := store.New(store.Config{Pool: pool})
@@ -101,6 +97,14 @@ func startServiceCore(t *testing.T, e *env) (*operator.Core, *pgxpool.Pool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pool, st, in
+}
+
+// startServiceCore runs the service's intake over the env's error topic into a fresh
+// database, and a resender (no automatic resends) under an operator core.
+func startServiceCore(t *testing.T, e *env) (*operator.Core, *pgxpool.Pool) {
+	t.Helper()
+	pool, st, in := newServiceIntake(t, e)
 	sched, err := resend.New(resend.Config{
 		Store: st, Brokers: e.k.Bootstrap(), ServiceName: "redrive-conformance",
 		DisableAutomatic: true, Housekeeping: resend.HousekeepingConfig{Disable: true},
