@@ -254,20 +254,7 @@ func (e *Engine[K, V]) tryLoadGuard(ctx context.Context, p *partition) error {
 
 // guardWait logs a failed store call and waits before the next attempt; false when p is let go.
 func (e *Engine[K, V]) guardWait(p *partition, attempt int, op string, err error) bool {
-	if ok, n := e.throttle.allow("ordering:" + p.key.Topic); ok {
-		e.log.Warn("ordering guard: store "+op+" failed; retrying, the partition waits", "topic", p.key.Topic,
-			"partition", p.key.Partition, "attempt", attempt, "error", err, "suppressed", n)
-	}
-	delay := min(e.cfg.DeadLetter.RetryBackoff<<min(attempt-1, 10), e.cfg.DeadLetter.MaxRetryBackoff)
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-p.quit:
-	case <-p.ctx.Done():
-	}
-	return false
+	return e.guardBackoff(p, attempt, "ordering guard: store "+op+" failed; retrying, the partition waits", err, p.quit)
 }
 
 // saveKey queues key's entry for the store after the records of extra (its parked identities
@@ -283,9 +270,14 @@ func (e *Engine[K, V]) saveKey(p *partition, key string, ent *guardEntry, done f
 
 // guardRetryWait waits before writing the guard's changes again; false when p was dropped.
 func (e *Engine[K, V]) guardRetryWait(p *partition, attempt int, err error) bool {
+	return e.guardBackoff(p, attempt, "ordering guard: store write failed; retrying, the records it concerns stay uncommitted", err, nil)
+}
+
+// guardBackoff logs msg with err (throttled per topic) and waits the dead-letter retry backoff
+// of attempt; false when quit (nil: never) is closed or p's context ends first.
+func (e *Engine[K, V]) guardBackoff(p *partition, attempt int, msg string, err error, quit <-chan struct{}) bool {
 	if ok, n := e.throttle.allow("ordering:" + p.key.Topic); ok {
-		e.log.Warn("ordering guard: store write failed; retrying, the records it concerns stay uncommitted", "topic", p.key.Topic,
-			"partition", p.key.Partition, "attempt", attempt, "error", err, "suppressed", n)
+		e.log.Warn(msg, "topic", p.key.Topic, "partition", p.key.Partition, "attempt", attempt, "error", err, "suppressed", n)
 	}
 	delay := min(e.cfg.DeadLetter.RetryBackoff<<min(attempt-1, 10), e.cfg.DeadLetter.MaxRetryBackoff)
 	t := time.NewTimer(delay)
@@ -293,9 +285,10 @@ func (e *Engine[K, V]) guardRetryWait(p *partition, attempt int, err error) bool
 	select {
 	case <-t.C:
 		return true
+	case <-quit:
 	case <-p.ctx.Done():
-		return false
 	}
+	return false
 }
 
 // popParked removes ent's first parked identity and returns the store record that deletes it.

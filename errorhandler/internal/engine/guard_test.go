@@ -272,3 +272,49 @@ func TestGuardDropsDuplicateResends(t *testing.T) {
 		t.Errorf("dead-lettered %v, want the head and its 2 parked records only", offs)
 	}
 }
+
+// TestGuardStoreWaits: after a failed store call the guard waits the dead-letter retry backoff.
+// A failed load stops waiting when the worker is told to stop taking records or the partition
+// is dropped; a failed write stops only when the partition is dropped (its records stay
+// uncommitted until written), and otherwise tries again after the backoff.
+func TestGuardStoreWaits(t *testing.T) {
+	newEngine := func(backoff time.Duration) *Engine[[]byte, []byte] {
+		t.Helper()
+		e, err := New(eh.Config[[]byte, []byte]{
+			GroupID: "g", Topics: []string{"t"}, System: "s", Service: "s",
+			ValueDecoder: eh.Bytes(), ProcessPolicy: eh.DeadLetter,
+			DeadLetter: eh.DeadLetterConfig{ErrorTopic: "e", RetryBackoff: backoff, MaxRetryBackoff: backoff},
+			Ordering:   eh.Ordering{Topics: []string{"t"}, Store: &memOrderingStore{}},
+			Metrics:    prometheus.NewRegistry(),
+			Handler:    eh.HandlerFunc[[]byte, []byte](func(context.Context, eh.Record[[]byte, []byte]) error { return nil }),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	errStore := errors.New("store unavailable")
+	slow := newEngine(time.Hour) // a wait that returns ended early
+	stopping := newPartition(TP{Topic: "t"}, slow.met, slow.sig)
+	close(stopping.quit)
+	if slow.guardWait(stopping, 1, "load", errStore) {
+		t.Error("a failed load went on waiting after the worker was told to stop")
+	}
+	dropped := newPartition(TP{Topic: "t"}, slow.met, slow.sig)
+	dropped.cancel()
+	if slow.guardWait(dropped, 1, "load", errStore) {
+		t.Error("a failed load went on waiting for a dropped partition")
+	}
+	if slow.guardRetryWait(dropped, 1, errStore) {
+		t.Error("a failed write went on waiting for a dropped partition")
+	}
+	fast := newEngine(time.Millisecond)
+	stopping = newPartition(TP{Topic: "t"}, fast.met, fast.sig)
+	close(stopping.quit)
+	if !fast.guardRetryWait(stopping, 3, errStore) {
+		t.Error("a failed write gave up when the worker was told to stop taking records")
+	}
+	if !fast.guardWait(newPartition(TP{Topic: "t"}, fast.met, fast.sig), 3, "load", errStore) {
+		t.Error("a failed load gave up on a partition still assigned")
+	}
+}
