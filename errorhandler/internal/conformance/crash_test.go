@@ -43,27 +43,12 @@ func TestCrashRedeadLettersWithTheSameIdentity(t *testing.T) {
 		}
 		group := "crash-" + string(a)
 
-		child := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		child.Env = append(os.Environ(), envCrashChild+"="+string(a)+":"+group, envCrashBootstrap+"="+e.k.Bootstrap())
-		var out strings.Builder
-		child.Stdout, child.Stderr = &out, &out
-		if err := child.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- child.Wait() }()
+		child := startChild(t, "TestCrashChild", envCrashChild+"="+string(a)+":"+group, envCrashBootstrap+"="+e.k.Bootstrap())
 		waitFor(t, "every failing record dead-lettered by the child", func() bool {
-			select {
-			case err := <-exited:
-				t.Fatalf("the child exited early: %v\n%s", err, out.String())
-			default:
-			}
+			child.checkRunning(t)
 			return e.errTopicCount() >= failing
 		})
-		if err := child.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		<-exited
+		child.kill(t)
 		for p := int32(0); p < 2; p++ {
 			if c := e.committed(group, p); c > 0 {
 				t.Fatalf("the killed child committed %d on partition %d: the test needs a crash before the commit", c, p)
@@ -158,4 +143,44 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = r.Run(context.Background()) // until killed
+}
+
+// childProcess is a test of this binary running in a child process (startChild).
+type childProcess struct {
+	cmd    *exec.Cmd
+	out    strings.Builder // its output, stdout and stderr
+	exited chan error      // receives Wait's result
+}
+
+// startChild runs the test named test of this binary in a child process, with env added to
+// its environment.
+func startChild(t *testing.T, test string, env ...string) *childProcess {
+	t.Helper()
+	c := &childProcess{cmd: exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1"), exited: make(chan error, 1)}
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.exited <- c.cmd.Wait() }()
+	return c
+}
+
+// checkRunning fails the test, with the child's output, when the child has exited.
+func (c *childProcess) checkRunning(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-c.exited:
+		t.Fatalf("the child exited early: %v\n%s", err, c.out.String())
+	default:
+	}
+}
+
+// kill kills the child (SIGKILL) and waits for it to exit.
+func (c *childProcess) kill(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-c.exited
 }

@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,30 +94,15 @@ func staticResume(t *testing.T, a adapter, instanceID string) time.Duration {
 	}
 	group := "static-" + string(a) + "-" + strconv.FormatBool(instanceID != "")
 
-	child := exec.Command(os.Args[0], "-test.run=^TestStaticMemberChild$", "-test.count=1")
-	child.Env = append(os.Environ(), envStaticChild+"="+string(a)+":"+group+":"+instanceID,
+	child := startChild(t, "TestStaticMemberChild", envStaticChild+"="+string(a)+":"+group+":"+instanceID,
 		envStaticBootstrap+"="+e.k.Bootstrap())
-	var out strings.Builder
-	child.Stdout, child.Stderr = &out, &out
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
 	for p := int32(0); p < 2; p++ {
 		waitFor(t, "the child committed what it handled", func() bool {
-			select {
-			case err := <-exited:
-				t.Fatalf("the child exited early: %v\n%s", err, out.String())
-			default:
-			}
+			child.checkRunning(t)
 			return e.committed(group, p) == before
 		})
 	}
-	if err := child.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
+	child.kill(t)
 	lastCommit := map[int32]int64{}
 	for p := int32(0); p < 2; p++ {
 		lastCommit[p] = e.committed(group, p)
