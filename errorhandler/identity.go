@@ -3,12 +3,12 @@ package errorhandler
 import (
 	"crypto/sha1"
 	"encoding/binary"
-	"encoding/hex"
 	"strconv"
 
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive/avro"
+	"github.com/redrive/redrive/errorhandler/internal/uuidtext"
 )
 
 // identityNamespace is the name-space UUID of event identities (a version 5 UUID of the URL
@@ -47,22 +47,7 @@ func AppendIdempotenceID(b []byte, group string, msg *Message) []byte {
 	copy(u[:], sum[:])
 	u[6] = u[6]&0x0f | 0x50 // version 5
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	return appendUUID(b, u)
-}
-
-// appendUUID appends the canonical 36-character text of u to b, as u.String() writes it.
-func appendUUID(b []byte, u uuid.UUID) []byte {
-	var text [36]byte
-	hex.Encode(text[0:8], u[0:4])
-	text[8] = '-'
-	hex.Encode(text[9:13], u[4:6])
-	text[13] = '-'
-	hex.Encode(text[14:18], u[6:8])
-	text[18] = '-'
-	hex.Encode(text[19:23], u[8:10])
-	text[23] = '-'
-	hex.Encode(text[24:], u[10:])
-	return append(b, text[:]...)
+	return uuidtext.Append(b, u)
 }
 
 func appendField(b []byte, s string) []byte {

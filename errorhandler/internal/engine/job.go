@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/errorhandler"
+	"github.com/redrive/redrive/errorhandler/internal/uuidtext"
 )
 
 // jobSink receives the outcome of a job. Its methods are called from the producer's delivery
@@ -116,20 +116,5 @@ func appendEventID(b []byte) []byte {
 	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	var text [36]byte
-	encodeUUID(text[:], u[:])
-	return append(b, text[:]...)
-}
-
-// encodeUUID writes u in its canonical 36-character form to dst.
-func encodeUUID(dst, u []byte) {
-	hex.Encode(dst[0:8], u[0:4])
-	dst[8] = '-'
-	hex.Encode(dst[9:13], u[4:6])
-	dst[13] = '-'
-	hex.Encode(dst[14:18], u[6:8])
-	dst[18] = '-'
-	hex.Encode(dst[19:23], u[8:10])
-	dst[23] = '-'
-	hex.Encode(dst[24:], u[10:])
+	return uuidtext.Append(b, u)
 }
