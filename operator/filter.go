@@ -46,9 +46,15 @@ const (
 	ParamNoTicket        = "no_ticket"         // true: groups without a ticket
 	ParamPayload         = "payload"           // the original value contains this UTF-8 text (bounded, see redrive.Filter.Payload)
 	ParamPayloadB64      = "payload_base64"    // the original value contains these bytes, in base64
-	ParamSourceFormat    = "source_format"     // repeatable: mpfe, spring, connect, streams, raw
-	ParamSourceTopic     = "source_topic"      // the topic the failure was read from, exactly
-	ParamCluster         = "cluster"           // repeatable: the Kafka cluster the failure was read from
+	// ParamPayloadField is a JSON pointer over the decoded, masked value (redrive.ParsePayloadPointer):
+	// alone, the field is present; ParamPayloadFieldValue and ParamPayloadFieldContains compare
+	// its value (bounded, see redrive.Filter.PayloadField).
+	ParamPayloadField         = "payload_field"
+	ParamPayloadFieldValue    = "payload_field_value"    // the field's value is exactly this text
+	ParamPayloadFieldContains = "payload_field_contains" // the field's value contains this text
+	ParamSourceFormat         = "source_format"          // repeatable: mpfe, spring, connect, streams, raw
+	ParamSourceTopic          = "source_topic"           // the topic the failure was read from, exactly
+	ParamCluster              = "cluster"                // repeatable: the Kafka cluster the failure was read from
 )
 
 // FilterParams lists the filter parameters in the order FilterValues writes them.
@@ -57,7 +63,7 @@ var FilterParams = []string{
 	ParamMessageType, ParamGroupID, ParamKey, ParamKeyBase64, ParamSearch, ParamCreatedFrom, ParamCreatedTo,
 	ParamKeyPrefix, ParamKeyPrefixB64, ParamEventID, ParamIdempotenceID, ParamCausingEventID, ParamTraceID,
 	ParamHeader, ParamStackTraceHash, ParamTicket, ParamNoTicket, ParamPayload, ParamPayloadB64,
-	ParamSourceFormat, ParamSourceTopic, ParamCluster,
+	ParamPayloadField, ParamPayloadFieldValue, ParamPayloadFieldContains, ParamSourceFormat, ParamSourceTopic, ParamCluster,
 }
 
 // Repeatable reports whether a filter parameter may be given more than once.
@@ -126,6 +132,8 @@ func ParseFilter(v url.Values) (redrive.Filter, error) {
 	if f.Payload, err = textOrBase64(v, ParamPayload, ParamPayloadB64); err != nil {
 		return redrive.Filter{}, err
 	}
+	// The pointer and its terms are taken as given, spaces included: they compare exactly.
+	f.PayloadField, f.PayloadFieldValue, f.PayloadFieldContains = v.Get(ParamPayloadField), v.Get(ParamPayloadFieldValue), v.Get(ParamPayloadFieldContains)
 	for _, p := range []struct {
 		name string
 		dst  *string
@@ -268,6 +276,13 @@ func FilterValues(f redrive.Filter) url.Values {
 	setBytes(v, f.KeyPrefix, ParamKeyPrefix, ParamKeyPrefixB64)
 	setBytes(v, f.Payload, ParamPayload, ParamPayloadB64)
 	for _, p := range []struct{ name, value string }{
+		{ParamPayloadField, f.PayloadField}, {ParamPayloadFieldValue, f.PayloadFieldValue}, {ParamPayloadFieldContains, f.PayloadFieldContains},
+	} {
+		if p.value != "" {
+			v.Set(p.name, p.value)
+		}
+	}
+	for _, p := range []struct{ name, value string }{
 		{ParamEventID, f.EventID}, {ParamIdempotenceID, f.IdempotenceID}, {ParamCausingEventID, f.CausingMessage},
 		{ParamTraceID, f.TraceID}, {ParamStackTraceHash, f.StackTraceHash}, {ParamTicket, f.Ticket},
 	} {
@@ -347,6 +362,9 @@ type FilterInput struct {
 	NoTicket        bool       `json:"no_ticket,omitzero"`
 	Payload         string     `json:"payload,omitzero"`
 	PayloadBase64   string     `json:"payload_base64,omitzero"`
+	PayloadField    string     `json:"payload_field,omitzero"`
+	PayloadFieldVal string     `json:"payload_field_value,omitzero"`
+	PayloadFieldCon string     `json:"payload_field_contains,omitzero"`
 	SourceFormat    StringList `json:"source_format,omitzero"`
 	SourceTopic     string     `json:"source_topic,omitzero"`
 	Cluster         StringList `json:"cluster,omitzero"`
@@ -394,6 +412,7 @@ func (in *FilterInput) Filter() (redrive.Filter, error) {
 		ParamIdempotenceID: in.IdempotenceID, ParamCausingEventID: in.CausingEventID, ParamTraceID: in.TraceID,
 		ParamHeader: in.Header, ParamStackTraceHash: in.StackTraceHash, ParamTicket: in.Ticket,
 		ParamPayload: in.Payload, ParamPayloadB64: in.PayloadBase64, ParamSourceTopic: in.SourceTopic,
+		ParamPayloadField: in.PayloadField, ParamPayloadFieldValue: in.PayloadFieldVal, ParamPayloadFieldContains: in.PayloadFieldCon,
 	} {
 		v.Set(name, s)
 	}
