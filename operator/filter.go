@@ -337,37 +337,37 @@ func plainText(b []byte) bool {
 // temporality take a string, comma-separated or not, or an array of strings). Filter parses it
 // with ParseFilter, so JSON and query strings follow one set of rules.
 type FilterInput struct {
-	State           StringList `json:"state,omitzero"`
-	Temporality     StringList `json:"temporality,omitzero"`
-	Topic           string     `json:"topic,omitzero"`
-	PublisherSystem string     `json:"publisher_system,omitzero"`
-	PublisherSvc    string     `json:"publisher_service,omitzero"`
-	ErrorCode       string     `json:"error_code,omitzero"`
-	MessageType     string     `json:"message_type,omitzero"`
-	GroupID         *int64     `json:"group_id,omitzero"`
-	Key             *string    `json:"key,omitzero"`
-	KeyBase64       *string    `json:"key_base64,omitzero"`
-	Q               string     `json:"q,omitzero"`
-	CreatedFrom     string     `json:"created_from,omitzero"`
-	CreatedTo       string     `json:"created_to,omitzero"`
-	KeyPrefix       string     `json:"key_prefix,omitzero"`
-	KeyPrefixBase64 string     `json:"key_prefix_base64,omitzero"`
-	EventID         string     `json:"event_id,omitzero"`
-	IdempotenceID   string     `json:"idempotence_id,omitzero"`
-	CausingEventID  string     `json:"causing_event_id,omitzero"`
-	TraceID         string     `json:"trace_id,omitzero"`
-	Header          string     `json:"header,omitzero"`
-	StackTraceHash  string     `json:"stack_trace_hash,omitzero"`
-	Ticket          string     `json:"ticket,omitzero"`
-	NoTicket        bool       `json:"no_ticket,omitzero"`
-	Payload         string     `json:"payload,omitzero"`
-	PayloadBase64   string     `json:"payload_base64,omitzero"`
-	PayloadField    string     `json:"payload_field,omitzero"`
-	PayloadFieldVal string     `json:"payload_field_value,omitzero"`
-	PayloadFieldCon string     `json:"payload_field_contains,omitzero"`
-	SourceFormat    StringList `json:"source_format,omitzero"`
-	SourceTopic     string     `json:"source_topic,omitzero"`
-	Cluster         StringList `json:"cluster,omitzero"`
+	State                StringList `json:"state,omitzero"`
+	Temporality          StringList `json:"temporality,omitzero"`
+	Topic                string     `json:"topic,omitzero"`
+	PublisherSystem      string     `json:"publisher_system,omitzero"`
+	PublisherSvc         string     `json:"publisher_service,omitzero"`
+	ErrorCode            string     `json:"error_code,omitzero"`
+	MessageType          string     `json:"message_type,omitzero"`
+	GroupID              *int64     `json:"group_id,omitzero"`
+	Key                  *string    `json:"key,omitzero"`
+	KeyBase64            *string    `json:"key_base64,omitzero"`
+	Q                    string     `json:"q,omitzero"`
+	CreatedFrom          string     `json:"created_from,omitzero"`
+	CreatedTo            string     `json:"created_to,omitzero"`
+	KeyPrefix            string     `json:"key_prefix,omitzero"`
+	KeyPrefixBase64      string     `json:"key_prefix_base64,omitzero"`
+	EventID              string     `json:"event_id,omitzero"`
+	IdempotenceID        string     `json:"idempotence_id,omitzero"`
+	CausingEventID       string     `json:"causing_event_id,omitzero"`
+	TraceID              string     `json:"trace_id,omitzero"`
+	Header               string     `json:"header,omitzero"`
+	StackTraceHash       string     `json:"stack_trace_hash,omitzero"`
+	Ticket               string     `json:"ticket,omitzero"`
+	NoTicket             bool       `json:"no_ticket,omitzero"`
+	Payload              string     `json:"payload,omitzero"`
+	PayloadBase64        string     `json:"payload_base64,omitzero"`
+	PayloadField         string     `json:"payload_field,omitzero"`
+	PayloadFieldValue    string     `json:"payload_field_value,omitzero"`
+	PayloadFieldContains string     `json:"payload_field_contains,omitzero"`
+	SourceFormat         StringList `json:"source_format,omitzero"`
+	SourceTopic          string     `json:"source_topic,omitzero"`
+	Cluster              StringList `json:"cluster,omitzero"`
 }
 
 // StringList is a JSON string or array of strings.
@@ -412,7 +412,7 @@ func (in *FilterInput) Filter() (redrive.Filter, error) {
 		ParamIdempotenceID: in.IdempotenceID, ParamCausingEventID: in.CausingEventID, ParamTraceID: in.TraceID,
 		ParamHeader: in.Header, ParamStackTraceHash: in.StackTraceHash, ParamTicket: in.Ticket,
 		ParamPayload: in.Payload, ParamPayloadB64: in.PayloadBase64, ParamSourceTopic: in.SourceTopic,
-		ParamPayloadField: in.PayloadField, ParamPayloadFieldValue: in.PayloadFieldVal, ParamPayloadFieldContains: in.PayloadFieldCon,
+		ParamPayloadField: in.PayloadField, ParamPayloadFieldValue: in.PayloadFieldValue, ParamPayloadFieldContains: in.PayloadFieldContains,
 	} {
 		v.Set(name, s)
 	}
