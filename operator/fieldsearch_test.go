@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/redrive/redrive"
+	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/operator"
@@ -41,6 +42,8 @@ type fieldEnv struct {
 	c                           *operator.Core
 	s                           *store.Store
 	proto, jsonSchema, avro, js uuid.UUID
+	single                      uuid.UUID
+	payloads                    *payload.Decoder
 	masked, garbage             uuid.UUID
 	bounds                      redrive.Filter
 }
@@ -48,12 +51,17 @@ type fieldEnv struct {
 func newFieldEnv(t *testing.T, mod func(*operator.Config)) *fieldEnv {
 	t.Helper()
 	reg := payloadtest.Registry(t)
-	avroID, err := reg.Client().Register("av-value", schemaregistry.SchemaInfo{Schema: `{"type":"record","name":"Order","namespace":"shop","fields":[
-		{"name":"id","type":"string"},{"name":"customer","type":{"type":"record","name":"Customer","fields":[{"name":"email","type":"string"}]}}]}`}, false)
+	const avroSchema = `{"type":"record","name":"Order","namespace":"shop","fields":[
+		{"name":"id","type":"string"},{"name":"customer","type":{"type":"record","name":"Customer","fields":[{"name":"email","type":"string"}]}}]}`
+	avroID, err := reg.Client().Register("av-value", schemaregistry.SchemaInfo{Schema: avroSchema}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := payload.New(payload.Config{Registry: reg})
+	sc, err := avro.CompileSchema(avroSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := payload.New(payload.Config{Registry: reg, Schemas: []string{avroSchema}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +79,16 @@ func newFieldEnv(t *testing.T, mod func(*operator.Config)) *fieldEnv {
 	insert := func(topic string, v []byte) uuid.UUID {
 		return testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: topic, Value: v, State: redrive.StatePermanent})
 	}
-	e := &fieldEnv{c: c, s: s}
+	e := &fieldEnv{c: c, s: s, payloads: d}
 	e.proto = insert("pb", payloadtest.Protobuf(t, reg, "pb", "shop.Order", fieldOrder("ada@example.com", "A-1")))
 	e.jsonSchema = insert("js", payloadtest.JSONSchema(t, reg, "js", payloadtest.Order{ID: "o-2",
 		Customer: payloadtest.Customer{Name: "Eve", Email: "eve@example.com"}, Quantity: 2}))
 	framed := binary.BigEndian.AppendUint32([]byte{0}, uint32(avroID))
 	framed = append(append(framed, avroString("o-3")...), avroString("avi@example.com")...)
 	e.avro = insert("av", framed)
+	fp := sc.Fingerprint()
+	single := append(append([]byte{0xc3, 0x01}, fp[:]...), append(avroString("o-4"), avroString("sol@example.com")...)...)
+	e.single = insert("av-single", single)
 	e.js = insert("plain", []byte(`{"customer":{"email":"jo@example.com","vip":true},"lines":[{"sku":"A-1"}]}`))
 	e.masked = insert("pb-secure", payloadtest.Protobuf(t, reg, "pb-secure", "shop.Order", fieldOrder(fieldSecret, "S-1")))
 	e.garbage = insert("plain", []byte{0, 1, 2, 3, 4, 5, 6, 7})
@@ -140,9 +151,10 @@ func TestFieldSearchEveryFormat(t *testing.T) {
 		{"protobuf nested", "/customer/email", "ada@example.com", "", []uuid.UUID{e.proto}},
 		{"json schema", "/customer/email", "eve@example.com", "", []uuid.UUID{e.jsonSchema}},
 		{"avro", "/customer/email", "avi@example.com", "", []uuid.UUID{e.avro}},
+		{"avro single-object", "/customer/email", "sol@example.com", "", []uuid.UUID{e.single}},
 		{"plain json", "/customer/email", "jo@example.com", "", []uuid.UUID{e.js}},
-		{"contains, every format", "/customer/email", "", "@example.com", []uuid.UUID{e.proto, e.jsonSchema, e.avro, e.js}},
-		{"presence", "/customer/email", "", "", []uuid.UUID{e.proto, e.jsonSchema, e.avro, e.js, e.masked}},
+		{"contains, every format", "/customer/email", "", "@example.com", []uuid.UUID{e.proto, e.jsonSchema, e.avro, e.single, e.js}},
+		{"presence", "/customer/email", "", "", []uuid.UUID{e.proto, e.jsonSchema, e.avro, e.single, e.js, e.masked}},
 		{"absent field", "/customer/phone", "", "", nil},
 		{"wildcard over a repeated field", "/lines/*/sku", "A-1", "", []uuid.UUID{e.proto, e.js}},
 		{"index", "/lines/1/sku", "A-1", "", []uuid.UUID{e.proto}},
@@ -198,6 +210,15 @@ func TestFieldSearchMaskedIsNoOracle(t *testing.T) {
 		if got, _ := e.search(t, f, reader, 50); !sameIDs(got, e.masked) {
 			t.Errorf("unmasked field on pb-secure: %v", got)
 		}
+	}
+	// The secret is there: the same search without the masking rules finds it.
+	unmasked, err := operator.New(operator.Config{Store: e.s, Payloads: e.payloads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := unmasked.ListFailures(context.Background(), operator.ListRequest{Filter: e.with("/customer/email", fieldSecret, ""), Reader: admin})
+	if err != nil || len(p.Items) != 1 || p.Items[0].ID != e.masked {
+		t.Fatalf("without masking rules: %+v, %v; the test's secret is not where it should be", p, err)
 	}
 	// Without the payload permission: refused, byte for byte the same for the secret and a guess.
 	nobody := operator.Reader{Principal: "nina"}
@@ -300,7 +321,7 @@ func TestFieldSearchCandidateCap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameIDs(got, e.proto, e.jsonSchema, e.avro, e.js) || len(got) != 4 {
+		if !sameIDs(got, e.proto, e.jsonSchema, e.avro, e.single, e.js) || len(got) != 5 {
 			t.Errorf("limit %d: found %v", limit, got)
 		}
 	}
@@ -381,7 +402,7 @@ func TestFieldSearchActionsJobsExport(t *testing.T) {
 	if err != nil || res.Matched != 2 || res.Counts[redrive.OutcomeClosed] != 2 {
 		t.Fatalf("close: %+v, %v", res, err)
 	}
-	if got := states(t, e.s.Pool(), []uuid.UUID{e.proto, e.js, e.jsonSchema, e.avro, e.masked}); got[redrive.StateClosed] != 2 || got[redrive.StatePermanent] != 3 {
+	if got := states(t, e.s.Pool(), []uuid.UUID{e.proto, e.js, e.jsonSchema, e.avro, e.single, e.masked}); got[redrive.StateClosed] != 2 || got[redrive.StatePermanent] != 4 {
 		t.Errorf("states after the close: %v", got)
 	}
 }
