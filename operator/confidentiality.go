@@ -79,7 +79,7 @@ func (c *Core) viewRecord(key, value []byte, headers []avro.Header, reader Reade
 }
 
 // checkFilter returns an error when f holds a criterion that reader may not search by: a key,
-// key prefix, payload or header value without the payload permission; a payload term over a
+// key prefix, payload, decoded field or header value without the payload permission; a payload term over a
 // topic whose values the masking rules hide (or over every topic, when some topic's are); a
 // header value term over a header the rules hide. The answer depends only on which criteria
 // are given and on the topic, never on the terms themselves, so it cannot tell a secret from
