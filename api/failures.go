@@ -128,8 +128,9 @@ type failurePage struct {
 
 // scanJSON reports the scan of a decoded field search.
 type scanJSON struct {
-	Scanned int  `json:"scanned"`
-	Limited bool `json:"limited"`
+	Scanned   int  `json:"scanned"`
+	Undecoded int  `json:"undecoded"`
+	Limited   bool `json:"limited"`
 }
 
 // totalJSON counts what a filter selects: exact up to a cap; more says there are more.
@@ -175,7 +176,7 @@ func (a *api) listFailures(w http.ResponseWriter, r *http.Request) {
 		resp.Total = &totalJSON{Count: *p.Total, More: p.TotalMore}
 	}
 	if p.FieldScan != nil {
-		resp.Scan = &scanJSON{Scanned: p.FieldScan.Scanned, Limited: p.FieldScan.Limited}
+		resp.Scan = &scanJSON{Scanned: p.FieldScan.Scanned, Undecoded: p.FieldScan.Undecoded, Limited: p.FieldScan.Limited}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -24,8 +24,11 @@ const fieldCandidatePage = redrive.MaxListLimit
 
 // FieldScan reports the scan of a decoded field search.
 type FieldScan struct {
-	// Scanned is the number of candidates decoded.
-	Scanned int
+	// Scanned is the number of candidates read; Undecoded those of them whose value did not
+	// decode (a tombstone, no registry, an unknown schema, bytes in no format the decoder
+	// knows), which match nothing.
+	Scanned   int
+	Undecoded int
 	// Limited says the scan stopped at Config.MaxFieldScan candidates or at
 	// redrive.PayloadTimeout before the candidates ran out: the page's Next continues it.
 	Limited bool
@@ -33,13 +36,14 @@ type FieldScan struct {
 
 // fieldScanner pages through the candidates of a decoded field search.
 type fieldScanner struct {
-	c        *Core
-	sql      redrive.Filter
-	match    *redrive.PayloadFieldMatch
-	order    redrive.Order
-	after    *redrive.Position
-	scanned  int
-	deadline time.Time
+	c         *Core
+	sql       redrive.Filter
+	match     *redrive.PayloadFieldMatch
+	order     redrive.Order
+	after     *redrive.Position
+	scanned   int
+	undecoded int
+	deadline  time.Time
 }
 
 // newFieldScanner returns a scanner of f's candidates in order, after the position after.
@@ -66,7 +70,11 @@ func (s *fieldScanner) scan(ctx context.Context, fn func(f *redrive.FailureSumma
 			s.scanned++
 			pos := rows[i].Position()
 			s.after = &pos
-			if !fn(&rows[i], s.c.fieldMatches(s.match, &rows[i], values[i])) {
+			matches, decoded := s.c.fieldMatches(s.match, &rows[i], values[i])
+			if !decoded {
+				s.undecoded++
+			}
+			if !fn(&rows[i], matches) {
 				return true, false, nil
 			}
 		}
@@ -77,17 +85,17 @@ func (s *fieldScanner) scan(ctx context.Context, fn func(f *redrive.FailureSumma
 }
 
 // fieldMatches reports whether the value of the failure f matches m: decoded with the
-// decoder of its cluster and masked by the rules of its topic, as DecodePayload shows it. A
-// value that does not decode, or a tombstone, matches nothing.
-func (c *Core) fieldMatches(m *redrive.PayloadFieldMatch, f *redrive.FailureSummary, value []byte) bool {
+// decoder of its cluster and masked by the rules of its topic, as DecodePayload shows it; and
+// whether it decoded. A value that does not decode, or a tombstone, matches nothing.
+func (c *Core) fieldMatches(m *redrive.PayloadFieldMatch, f *redrive.FailureSummary, value []byte) (matches, decoded bool) {
 	if m == nil || value == nil {
-		return false
+		return false, false
 	}
 	d, err := c.DecodePayload(&Payload{ID: f.ID, Topic: f.Topic, Cluster: f.Cluster, Part: PartValue, original: value})
 	if err != nil {
-		return false
+		return false, false
 	}
-	return m.Matches(d.JSON)
+	return m.Matches(d.JSON), true
 }
 
 // listDecoded returns a page of the failures req's decoded field search selects: up to limit
@@ -117,7 +125,7 @@ func (c *Core) listDecoded(ctx context.Context, req ListRequest, limit int, afte
 	if err != nil {
 		return nil, err
 	}
-	page := &FailurePage{Items: items, FieldScan: &FieldScan{Scanned: sc.scanned, Limited: !stopped && !done}}
+	page := &FailurePage{Items: items, FieldScan: &FieldScan{Scanned: sc.scanned, Undecoded: sc.undecoded, Limited: !stopped && !done}}
 	if page.Items == nil {
 		page.Items = []redrive.FailureSummary{}
 	}

@@ -177,6 +177,19 @@ func TestFieldSearchEveryFormat(t *testing.T) {
 	}
 }
 
+// The scan says what it read: every candidate, and the one whose value decodes in no format.
+func TestFieldSearchScanReport(t *testing.T) {
+	t.Parallel()
+	e := newFieldEnv(t, nil)
+	p, err := e.c.ListFailures(context.Background(), operator.ListRequest{Filter: e.with("/customer/email", "", ""), Reader: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.FieldScan == nil || p.FieldScan.Scanned != 7 || p.FieldScan.Undecoded != 1 || p.FieldScan.Limited || p.Next != "" || len(p.Items) != 6 {
+		t.Errorf("scan %+v, next %q, %d items; want 7 scanned, 1 undecoded, not limited, the last page of 6", p.FieldScan, p.Next, len(p.Items))
+	}
+}
+
 // A masked field is never an oracle: its secret matches nothing, by value or by any part of
 // it, for every principal; one without the payload permission is refused with the same answer
 // whatever the term.

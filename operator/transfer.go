@@ -175,8 +175,10 @@ func (c *Core) Export(ctx context.Context, f redrive.Filter, reader Reader, writ
 		sqlPart = f.SQLPart()
 	}
 	err := c.store.ExportFailures(ctx, sqlPart, func(r *store.TransferRecord) error {
-		if match != nil && !c.fieldMatches(match, &redrive.FailureSummary{ID: r.Failure.ID, Topic: r.Failure.Topic, Cluster: r.Failure.Cluster}, r.Failure.Value) {
-			return nil
+		if match != nil {
+			if ok, _ := c.fieldMatches(match, &redrive.FailureSummary{ID: r.Failure.ID, Topic: r.Failure.Topic, Cluster: r.Failure.Cluster}, r.Failure.Value); !ok {
+				return nil
+			}
 		}
 		buf.Reset()
 		if err := jsonEncode(&buf, c.newTransferRecord(r, reader)); err != nil {

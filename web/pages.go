@@ -196,6 +196,9 @@ func scanLabel(matches int, sc *operator.FieldScan) string {
 		s += "s"
 	}
 	s += " decoded"
+	if sc.Undecoded > 0 {
+		s += " (" + thousands(int64(sc.Undecoded)) + " of them could not be decoded)"
+	}
 	if sc.Limited {
 		s += "; the scan stopped at its bound: Next continues it"
 	}
