@@ -225,9 +225,10 @@ func (f *Filter) validatePayloadField() error {
 
 // SQLPart returns f without its decoded field search (PayloadField and its value terms): the
 // criteria a store answers.
-func (f Filter) SQLPart() Filter {
-	f.PayloadField, f.PayloadFieldValue, f.PayloadFieldContains = "", "", ""
-	return f
+func (f *Filter) SQLPart() Filter {
+	out := *f
+	out.PayloadField, out.PayloadFieldValue, out.PayloadFieldContains = "", "", ""
+	return out
 }
 
 // isTraceID reports whether s is a W3C trace id: 32 lowercase hex digits, not all zero.

@@ -129,7 +129,8 @@ func TestFilterPayloadFieldValidate(t *testing.T) {
 	if (&redrive.Filter{PayloadField: "/a"}).IsZero() {
 		t.Error("a filter with payload_field is zero")
 	}
-	sql := (redrive.Filter{Topic: "t", PayloadField: "/a", PayloadFieldValue: "x"}).SQLPart()
+	full := redrive.Filter{Topic: "t", PayloadField: "/a", PayloadFieldValue: "x"}
+	sql := full.SQLPart()
 	if sql.PayloadField != "" || sql.PayloadFieldValue != "" || sql.Topic != "t" {
 		t.Errorf("SQLPart = %+v", sql)
 	}
