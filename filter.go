@@ -77,6 +77,16 @@ type Filter struct {
 	// MaxPayloadSpan or an indexed criterion (see PayloadBounded), and a list with it runs
 	// under PayloadTimeout.
 	Payload []byte
+	// PayloadField keeps failures whose value, decoded with its writer schema (Avro, Protobuf,
+	// JSON Schema or plain JSON, as the payload views decode it) and masked by the rules of its
+	// topic, has a field at this JSON pointer (ParsePayloadPointer); with PayloadFieldValue,
+	// one whose value is exactly that text, with PayloadFieldContains one whose value contains
+	// it (PayloadFieldMatch). Decoding needs the schema registry of the failure's cluster, so
+	// the operator core matches it, not the store (which refuses a filter holding it): like
+	// Payload, it needs PayloadBounded, and a request reads a bounded number of candidates.
+	PayloadField         string
+	PayloadFieldValue    string
+	PayloadFieldContains string
 }
 
 // Bounds of the search criteria.
@@ -105,7 +115,8 @@ func (f *Filter) IsZero() bool {
 		len(f.SourceFormats) == 0 && f.SourceTopic == "" && len(f.Clusters) == 0 &&
 		f.Key == nil && f.Search == "" && f.CreatedFrom.IsZero() && f.CreatedTo.IsZero() &&
 		f.KeyPrefix == nil && f.EventID == "" && f.IdempotenceID == "" && f.CausingMessage == "" && f.TraceID == "" &&
-		f.HeaderName == "" && f.HeaderValue == nil && f.StackTraceHash == "" && f.Ticket == "" && !f.NoTicket && f.Payload == nil
+		f.HeaderName == "" && f.HeaderValue == nil && f.StackTraceHash == "" && f.Ticket == "" && !f.NoTicket && f.Payload == nil &&
+		f.PayloadField == "" && f.PayloadFieldValue == "" && f.PayloadFieldContains == ""
 }
 
 // Validate returns a *FilterError naming the first criterion that is not valid.
@@ -182,7 +193,42 @@ func (f *Filter) validateSearch() error {
 	case f.Payload != nil && !f.PayloadBounded():
 		return &FilterError{Field: "payload", Detail: fmt.Sprintf("a payload search reads the payloads themselves: bound it with created_from and created_to at most %d days apart, or with topic, group_id, a key, an id, trace_id or stack_trace_hash", int(MaxPayloadSpan.Hours()/24))}
 	}
+	return f.validatePayloadField()
+}
+
+// validatePayloadField checks the decoded field search.
+func (f *Filter) validatePayloadField() error {
+	for _, c := range []struct{ field, value string }{
+		{"payload_field_value", f.PayloadFieldValue}, {"payload_field_contains", f.PayloadFieldContains},
+	} {
+		if err := CheckFilterText(c.field, c.value, MaxPayloadSearch); err != nil {
+			return err
+		}
+		if c.value != "" && f.PayloadField == "" {
+			return &FilterError{Field: c.field, Detail: "needs payload_field, the JSON pointer of the field to compare (such as /customer/email)"}
+		}
+	}
+	if f.PayloadField == "" {
+		return nil
+	}
+	if _, err := ParsePayloadPointer(f.PayloadField); err != nil {
+		return &FilterError{Field: "payload_field", Detail: err.Error()}
+	}
+	switch {
+	case f.PayloadFieldValue != "" && f.PayloadFieldContains != "":
+		return &FilterError{Field: "payload_field_contains", Detail: "give payload_field_value or payload_field_contains, not both"}
+	case !f.PayloadBounded():
+		return &FilterError{Field: "payload_field", Detail: fmt.Sprintf("a decoded field search decodes the payloads themselves: bound it with created_from and created_to at most %d days apart, or with topic, group_id, a key, an id, trace_id or stack_trace_hash", int(MaxPayloadSpan.Hours()/24))}
+	}
 	return nil
+}
+
+// SQLPart returns f without its decoded field search (PayloadField and its value terms): the
+// criteria a store answers.
+func (f *Filter) SQLPart() Filter {
+	out := *f
+	out.PayloadField, out.PayloadFieldValue, out.PayloadFieldContains = "", "", ""
+	return out
 }
 
 // isTraceID reports whether s is a W3C trace id: 32 lowercase hex digits, not all zero.

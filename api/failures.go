@@ -121,6 +121,16 @@ func seqCursor(next int64) string {
 type failurePage struct {
 	page[failureSummary]
 	Total *totalJSON `json:"total,omitempty"`
+	// Scan reports a decoded field search (payload_field): the candidates decoded, and
+	// whether the scan stopped at its bound (next_cursor then continues it).
+	Scan *scanJSON `json:"scan,omitempty"`
+}
+
+// scanJSON reports the scan of a decoded field search.
+type scanJSON struct {
+	Scanned   int  `json:"scanned"`
+	Undecoded int  `json:"undecoded"`
+	Limited   bool `json:"limited"`
 }
 
 // totalJSON counts what a filter selects: exact up to a cap; more says there are more.
@@ -164,6 +174,9 @@ func (a *api) listFailures(w http.ResponseWriter, r *http.Request) {
 	resp := failurePage{page: pageOf(p.Items, summaryJSON, p.Next)}
 	if p.Total != nil {
 		resp.Total = &totalJSON{Count: *p.Total, More: p.TotalMore}
+	}
+	if p.FieldScan != nil {
+		resp.Scan = &scanJSON{Scanned: p.FieldScan.Scanned, Undecoded: p.FieldScan.Undecoded, Limited: p.FieldScan.Limited}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redrive/redrive/auth"
 	"github.com/redrive/redrive/masking"
 	"github.com/redrive/redrive/payload"
 	"github.com/redrive/redrive/payload/payloadtest"
@@ -46,7 +47,14 @@ func newSchemaEnv(t *testing.T) *schemaEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, func(s *setup) { s.Core.Payloads, s.Core.Masking = payloads, rules })
+	e := newEnv(t, func(s *setup) {
+		s.Core.Payloads, s.Core.Masking = payloads, rules
+		tokens, err := auth.ParseTokens("olga:operator:" + noPayloadOperatorToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Auth.Tokens = append(s.Auth.Tokens, tokens...)
+	})
 	for _, topic := range []string{"pb-secure", "js-secure", "pb-plain", "js-plain"} {
 		e.cluster.CreateTopic(t, topic, 1)
 	}

@@ -161,16 +161,27 @@ func (c *Core) Act(ctx context.Context, req ActionRequest) (*ActionResult, error
 	if f := req.Selection.Filter; f != nil {
 		qctx, cancel := c.queryContext(ctx)
 		defer cancel()
-		if req.DryRun {
+		switch {
+		case f.PayloadField != "":
+			// A decoded field search: every candidate decoded, the matches known exactly.
+			if ids, err = c.decodedIDs(qctx, *f, actionStates); err != nil {
+				return nil, err
+			}
+			if req.DryRun {
+				res.Matched, res.Counts[req.Action.Success()] = len(ids), len(ids)
+				return res, nil
+			}
+		case req.DryRun:
 			n, err := c.store.CountFailures(qctx, *f, actionStates...)
 			if err != nil {
 				return nil, fromStore(err)
 			}
 			res.Matched, res.Counts[req.Action.Success()] = int(n), int(n)
 			return res, nil
-		}
-		if ids, _, err = c.store.FailureIDs(qctx, *f, actionStates, nil, c.cfg.MaxBulk+1); err != nil {
-			return nil, fromStore(err)
+		default:
+			if ids, _, err = c.store.FailureIDs(qctx, *f, actionStates, nil, c.cfg.MaxBulk+1); err != nil {
+				return nil, fromStore(err)
+			}
 		}
 		if len(ids) > c.cfg.MaxBulk {
 			return nil, unprocessable("filter", "selects more than %d failures, the most one action may act on: narrow it (a dry run counts them)", c.cfg.MaxBulk)

@@ -15,10 +15,12 @@ import (
 //   - viewRecord decides what of a record a reader sees: nothing but names and sizes without
 //     the payload permission; with it, the record masked by the rules of every topic it
 //     belongs to (a failure's own topic, and a revision's target topic too).
-//   - checkFilter decides which criteria a reader may search by: key, key prefix, payload and
-//     header values need the payload permission, and a payload or header value that the
-//     masking rules hide is never searchable (the answer is refused whatever the term, so a
-//     secret and a wrong guess get the same answer).
+//   - checkFilter decides which criteria a reader may search by: key, key prefix, payload,
+//     decoded field and header values need the payload permission, and a payload or header
+//     value that the masking rules hide is never searchable (the answer is refused whatever
+//     the term, so a secret and a wrong guess get the same answer).
+//   - fieldMatches matches a decoded field search over the masked decoded view, the one the
+//     reader would see, so a masked field reads as asterisks whatever it holds.
 //   - redactFilter, redactAudit and redactJob remove the terms of a described filter that
 //     could hold payload bytes, for readers who may not see them (job selections, audit
 //     details).
@@ -77,7 +79,7 @@ func (c *Core) viewRecord(key, value []byte, headers []avro.Header, reader Reade
 }
 
 // checkFilter returns an error when f holds a criterion that reader may not search by: a key,
-// key prefix, payload or header value without the payload permission; a payload term over a
+// key prefix, payload, decoded field or header value without the payload permission; a payload term over a
 // topic whose values the masking rules hide (or over every topic, when some topic's are); a
 // header value term over a header the rules hide. The answer depends only on which criteria
 // are given and on the topic, never on the terms themselves, so it cannot tell a secret from
@@ -90,6 +92,7 @@ func (c *Core) checkFilter(f redrive.Filter, reader Reader) error {
 		}{
 			{ParamKey, f.Key != nil}, {ParamKeyPrefix, f.KeyPrefix != nil},
 			{ParamPayload, f.Payload != nil}, {ParamHeader, f.HeaderValue != nil},
+			{ParamPayloadField, f.PayloadField != "" || f.PayloadFieldValue != "" || f.PayloadFieldContains != ""},
 		} {
 			if p.given {
 				return forbidden(p.name, "searching by %s needs the payload permission (a role granted \"+payload\", or admin)", filterTermName(p.name))
@@ -97,6 +100,8 @@ func (c *Core) checkFilter(f redrive.Filter, reader Reader) error {
 		}
 		return nil
 	}
+	// A decoded field search needs no refusal of masked topics: it matches the masked view
+	// (fieldMatches), in which a masked field reads as asterisks whatever it holds.
 	if f.Payload != nil {
 		switch {
 		case f.Topic != "" && c.cfg.Masking.MasksValue(f.Topic):
@@ -128,7 +133,8 @@ func filterTermName(param string) string {
 }
 
 // payloadTerms are the parameters of a described filter whose values are payload bytes.
-var payloadTerms = []string{ParamKey, ParamKeyBase64, ParamKeyPrefix, ParamKeyPrefixB64, ParamPayload, ParamPayloadB64}
+var payloadTerms = []string{ParamKey, ParamKeyBase64, ParamKeyPrefix, ParamKeyPrefixB64, ParamPayload, ParamPayloadB64,
+	ParamPayloadField, ParamPayloadFieldValue, ParamPayloadFieldContains}
 
 // redactFilter returns a copy of the described filter desc (describeFilter's form) in which
 // every term that could hold payload bytes and that reader may not see reads HiddenTerm: all
@@ -145,7 +151,8 @@ func (c *Core) redactFilter(desc map[string]any, reader Reader) (map[string]any,
 		if _, ok := out[name]; !ok {
 			continue
 		}
-		isValue := name == ParamPayload || name == ParamPayloadB64
+		isValue := name == ParamPayload || name == ParamPayloadB64 ||
+			name == ParamPayloadField || name == ParamPayloadFieldValue || name == ParamPayloadFieldContains
 		if !reader.Payload || (isValue && valueHidden) {
 			out[name], hid = HiddenTerm, true
 		}

@@ -16,9 +16,14 @@
 // docs/confidentiality.md): what a [Reader] sees of a record (nothing without the payload
 // permission; masked by the rules of the failure's own topic with it, revisions and repair
 // answers included), which criteria it may search, count, export or act by (key, key prefix,
-// payload and header values need the permission, and masked bytes are never searchable; a
-// refusal is a forbidden *[InputError] that does not depend on the term), and which terms of a
-// described filter it sees (job selections, audit details).
+// payload, decoded field and header values need the permission, and masked bytes are never
+// searchable: a decoded field search matches the masked view; a refusal is a forbidden
+// *[InputError] that does not depend on the term), and which terms of a described filter it
+// sees (job selections, audit details).
+//
+// A decoded field search (redrive.Filter.PayloadField) runs here, not in the store: the
+// candidates of the rest of the filter are decoded with their cluster's decoder, masked and
+// matched, at most Config.MaxFieldScan per request (fieldsearch.go).
 //
 // Rules that hold for every client: a bulk action by filter needs at least one criterion and
 // may act on at most Config.MaxBulk failures (a dry run counts them); a close needs a reason;

@@ -46,6 +46,9 @@ type FailurePage struct {
 	// TotalCap; TotalMore says there are more than that.
 	Total     *int64
 	TotalMore bool
+	// FieldScan reports the scan of a decoded field search (Filter.PayloadField); nil
+	// without one. Its pages may hold fewer items than the limit while Next is not empty.
+	FieldScan *FieldScan
 }
 
 // ListFailures returns one page of the failures req selects. A criterion req.Reader may not
@@ -65,6 +68,9 @@ func (c *Core) ListFailures(ctx context.Context, req ListRequest) (*FailurePage,
 			return nil, err
 		}
 		p.After = after
+	}
+	if req.Filter.PayloadField != "" {
+		return c.listDecoded(ctx, req, limit, p.After)
 	}
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()
@@ -98,10 +104,15 @@ func pageLimit(n int) (int, error) {
 }
 
 // CountFailures counts the failures f selects; a criterion reader may not search by is a
-// forbidden *InputError.
+// forbidden *InputError. A decoded field search is counted by decoding every candidate, and
+// refused (decodedIDs) when there are more than one request decodes.
 func (c *Core) CountFailures(ctx context.Context, f redrive.Filter, reader Reader) (int64, error) {
 	if err := c.checkFilter(f, reader); err != nil {
 		return 0, err
+	}
+	if f.PayloadField != "" {
+		ids, err := c.decodedIDs(ctx, f, nil)
+		return int64(len(ids)), err
 	}
 	ctx, cancel := c.queryContext(ctx)
 	defer cancel()

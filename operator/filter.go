@@ -46,9 +46,15 @@ const (
 	ParamNoTicket        = "no_ticket"         // true: groups without a ticket
 	ParamPayload         = "payload"           // the original value contains this UTF-8 text (bounded, see redrive.Filter.Payload)
 	ParamPayloadB64      = "payload_base64"    // the original value contains these bytes, in base64
-	ParamSourceFormat    = "source_format"     // repeatable: mpfe, spring, connect, streams, raw
-	ParamSourceTopic     = "source_topic"      // the topic the failure was read from, exactly
-	ParamCluster         = "cluster"           // repeatable: the Kafka cluster the failure was read from
+	// ParamPayloadField is a JSON pointer over the decoded, masked value (redrive.ParsePayloadPointer):
+	// alone, the field is present; ParamPayloadFieldValue and ParamPayloadFieldContains compare
+	// its value (bounded, see redrive.Filter.PayloadField).
+	ParamPayloadField         = "payload_field"
+	ParamPayloadFieldValue    = "payload_field_value"    // the field's value is exactly this text
+	ParamPayloadFieldContains = "payload_field_contains" // the field's value contains this text
+	ParamSourceFormat         = "source_format"          // repeatable: mpfe, spring, connect, streams, raw
+	ParamSourceTopic          = "source_topic"           // the topic the failure was read from, exactly
+	ParamCluster              = "cluster"                // repeatable: the Kafka cluster the failure was read from
 )
 
 // FilterParams lists the filter parameters in the order FilterValues writes them.
@@ -57,7 +63,7 @@ var FilterParams = []string{
 	ParamMessageType, ParamGroupID, ParamKey, ParamKeyBase64, ParamSearch, ParamCreatedFrom, ParamCreatedTo,
 	ParamKeyPrefix, ParamKeyPrefixB64, ParamEventID, ParamIdempotenceID, ParamCausingEventID, ParamTraceID,
 	ParamHeader, ParamStackTraceHash, ParamTicket, ParamNoTicket, ParamPayload, ParamPayloadB64,
-	ParamSourceFormat, ParamSourceTopic, ParamCluster,
+	ParamPayloadField, ParamPayloadFieldValue, ParamPayloadFieldContains, ParamSourceFormat, ParamSourceTopic, ParamCluster,
 }
 
 // Repeatable reports whether a filter parameter may be given more than once.
@@ -126,6 +132,8 @@ func ParseFilter(v url.Values) (redrive.Filter, error) {
 	if f.Payload, err = textOrBase64(v, ParamPayload, ParamPayloadB64); err != nil {
 		return redrive.Filter{}, err
 	}
+	// The pointer and its terms are taken as given, spaces included: they compare exactly.
+	f.PayloadField, f.PayloadFieldValue, f.PayloadFieldContains = v.Get(ParamPayloadField), v.Get(ParamPayloadFieldValue), v.Get(ParamPayloadFieldContains)
 	for _, p := range []struct {
 		name string
 		dst  *string
@@ -268,6 +276,13 @@ func FilterValues(f redrive.Filter) url.Values {
 	setBytes(v, f.KeyPrefix, ParamKeyPrefix, ParamKeyPrefixB64)
 	setBytes(v, f.Payload, ParamPayload, ParamPayloadB64)
 	for _, p := range []struct{ name, value string }{
+		{ParamPayloadField, f.PayloadField}, {ParamPayloadFieldValue, f.PayloadFieldValue}, {ParamPayloadFieldContains, f.PayloadFieldContains},
+	} {
+		if p.value != "" {
+			v.Set(p.name, p.value)
+		}
+	}
+	for _, p := range []struct{ name, value string }{
 		{ParamEventID, f.EventID}, {ParamIdempotenceID, f.IdempotenceID}, {ParamCausingEventID, f.CausingMessage},
 		{ParamTraceID, f.TraceID}, {ParamStackTraceHash, f.StackTraceHash}, {ParamTicket, f.Ticket},
 	} {
@@ -322,34 +337,37 @@ func plainText(b []byte) bool {
 // temporality take a string, comma-separated or not, or an array of strings). Filter parses it
 // with ParseFilter, so JSON and query strings follow one set of rules.
 type FilterInput struct {
-	State           StringList `json:"state,omitzero"`
-	Temporality     StringList `json:"temporality,omitzero"`
-	Topic           string     `json:"topic,omitzero"`
-	PublisherSystem string     `json:"publisher_system,omitzero"`
-	PublisherSvc    string     `json:"publisher_service,omitzero"`
-	ErrorCode       string     `json:"error_code,omitzero"`
-	MessageType     string     `json:"message_type,omitzero"`
-	GroupID         *int64     `json:"group_id,omitzero"`
-	Key             *string    `json:"key,omitzero"`
-	KeyBase64       *string    `json:"key_base64,omitzero"`
-	Q               string     `json:"q,omitzero"`
-	CreatedFrom     string     `json:"created_from,omitzero"`
-	CreatedTo       string     `json:"created_to,omitzero"`
-	KeyPrefix       string     `json:"key_prefix,omitzero"`
-	KeyPrefixBase64 string     `json:"key_prefix_base64,omitzero"`
-	EventID         string     `json:"event_id,omitzero"`
-	IdempotenceID   string     `json:"idempotence_id,omitzero"`
-	CausingEventID  string     `json:"causing_event_id,omitzero"`
-	TraceID         string     `json:"trace_id,omitzero"`
-	Header          string     `json:"header,omitzero"`
-	StackTraceHash  string     `json:"stack_trace_hash,omitzero"`
-	Ticket          string     `json:"ticket,omitzero"`
-	NoTicket        bool       `json:"no_ticket,omitzero"`
-	Payload         string     `json:"payload,omitzero"`
-	PayloadBase64   string     `json:"payload_base64,omitzero"`
-	SourceFormat    StringList `json:"source_format,omitzero"`
-	SourceTopic     string     `json:"source_topic,omitzero"`
-	Cluster         StringList `json:"cluster,omitzero"`
+	State                StringList `json:"state,omitzero"`
+	Temporality          StringList `json:"temporality,omitzero"`
+	Topic                string     `json:"topic,omitzero"`
+	PublisherSystem      string     `json:"publisher_system,omitzero"`
+	PublisherSvc         string     `json:"publisher_service,omitzero"`
+	ErrorCode            string     `json:"error_code,omitzero"`
+	MessageType          string     `json:"message_type,omitzero"`
+	GroupID              *int64     `json:"group_id,omitzero"`
+	Key                  *string    `json:"key,omitzero"`
+	KeyBase64            *string    `json:"key_base64,omitzero"`
+	Q                    string     `json:"q,omitzero"`
+	CreatedFrom          string     `json:"created_from,omitzero"`
+	CreatedTo            string     `json:"created_to,omitzero"`
+	KeyPrefix            string     `json:"key_prefix,omitzero"`
+	KeyPrefixBase64      string     `json:"key_prefix_base64,omitzero"`
+	EventID              string     `json:"event_id,omitzero"`
+	IdempotenceID        string     `json:"idempotence_id,omitzero"`
+	CausingEventID       string     `json:"causing_event_id,omitzero"`
+	TraceID              string     `json:"trace_id,omitzero"`
+	Header               string     `json:"header,omitzero"`
+	StackTraceHash       string     `json:"stack_trace_hash,omitzero"`
+	Ticket               string     `json:"ticket,omitzero"`
+	NoTicket             bool       `json:"no_ticket,omitzero"`
+	Payload              string     `json:"payload,omitzero"`
+	PayloadBase64        string     `json:"payload_base64,omitzero"`
+	PayloadField         string     `json:"payload_field,omitzero"`
+	PayloadFieldValue    string     `json:"payload_field_value,omitzero"`
+	PayloadFieldContains string     `json:"payload_field_contains,omitzero"`
+	SourceFormat         StringList `json:"source_format,omitzero"`
+	SourceTopic          string     `json:"source_topic,omitzero"`
+	Cluster              StringList `json:"cluster,omitzero"`
 }
 
 // StringList is a JSON string or array of strings.
@@ -394,6 +412,7 @@ func (in *FilterInput) Filter() (redrive.Filter, error) {
 		ParamIdempotenceID: in.IdempotenceID, ParamCausingEventID: in.CausingEventID, ParamTraceID: in.TraceID,
 		ParamHeader: in.Header, ParamStackTraceHash: in.StackTraceHash, ParamTicket: in.Ticket,
 		ParamPayload: in.Payload, ParamPayloadB64: in.PayloadBase64, ParamSourceTopic: in.SourceTopic,
+		ParamPayloadField: in.PayloadField, ParamPayloadFieldValue: in.PayloadFieldValue, ParamPayloadFieldContains: in.PayloadFieldContains,
 	} {
 		v.Set(name, s)
 	}

@@ -132,8 +132,23 @@ func (c *Core) PreviewJob(ctx context.Context, req JobRequest) (*JobPreview, err
 		targetCluster = &req.TargetCluster
 		described["target_cluster"] = req.TargetCluster
 	}
+	pinFilter, pinIDs := sel.Filter, sel.IDs
+	if sel.Filter != nil && sel.Filter.PayloadField != "" {
+		// A decoded field search: the core decodes the open candidates and pins exactly the
+		// matches, oldest first, as the store pins a filter's.
+		rctx, rcancel := c.queryContext(ctx)
+		ids, err := c.decodedIDs(rctx, *sel.Filter, actionStates)
+		rcancel()
+		if err != nil {
+			return nil, err
+		}
+		pinFilter, pinIDs = nil, ids
+		if pinIDs == nil {
+			pinIDs = []uuid.UUID{}
+		}
+	}
 	job, err := c.store.CreateJob(qctx, store.CreateJobParams{
-		Action: string(req.Action), TargetTopic: target, TargetCluster: targetCluster, Filter: sel.Filter, IDs: sel.IDs, Principal: req.Principal, Reason: reason,
+		Action: string(req.Action), TargetTopic: target, TargetCluster: targetCluster, Filter: pinFilter, IDs: pinIDs, Principal: req.Principal, Reason: reason,
 		Selection: described, RateLimit: req.RateLimit, Token: token, Now: now, ExpiresAt: now.Add(c.cfg.PreviewTTL),
 	})
 	if err != nil {

@@ -27,6 +27,7 @@ const (
 	DefaultMaxBulk       = 1000
 	DefaultStatsMaxAge   = 10 * time.Second
 	DefaultPageSize      = 50
+	DefaultMaxFieldScan  = 10000
 )
 
 // Limits of requests.
@@ -69,6 +70,11 @@ type Config struct {
 	// (PreviewJob), which have no bound. At the resender's default rate of 200 records/s, 1000
 	// retries take 5 s, well inside an HTTP write timeout. Defaults to 1000.
 	MaxBulk int
+	// MaxFieldScan bounds the candidates one request decodes for a decoded field search
+	// (redrive.Filter.PayloadField): a list stops there and returns a cursor that continues
+	// the scan; an action, a job preview or an export whose bounds hold more candidates is
+	// refused. Defaults to 10000.
+	MaxFieldScan int
 	// StatsMaxAge is how old the counts of Stats may be; older ones are refreshed in the
 	// background while the previous ones are served. Defaults to 10s.
 	StatsMaxAge time.Duration
@@ -141,6 +147,9 @@ func New(cfg Config) (*Core, error) {
 	if cfg.MaxBulk < 0 {
 		bad("MaxBulk %d is negative", cfg.MaxBulk)
 	}
+	if cfg.MaxFieldScan < 0 {
+		bad("MaxFieldScan %d is negative", cfg.MaxFieldScan)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -159,6 +168,9 @@ func New(cfg Config) (*Core, error) {
 	}
 	if cfg.MaxBulk == 0 {
 		cfg.MaxBulk = DefaultMaxBulk
+	}
+	if cfg.MaxFieldScan == 0 {
+		cfg.MaxFieldScan = DefaultMaxFieldScan
 	}
 	if cfg.StatsMaxAge == 0 {
 		cfg.StatsMaxAge = DefaultStatsMaxAge

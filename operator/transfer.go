@@ -165,7 +165,21 @@ func (c *Core) Export(ctx context.Context, f redrive.Filter, reader Reader, writ
 		res ExportResult
 		buf bytes.Buffer
 	)
-	err := c.store.ExportFailures(ctx, f, func(r *store.TransferRecord) error {
+	sqlPart, match := f, f.PayloadFieldMatch()
+	if match != nil {
+		// A decoded field search: each record of the rest of the filter decoded and matched
+		// here. The filter is bounded (Filter.Validate), as a payload search's is.
+		if err := f.Validate(); err != nil {
+			return ExportResult{}, fromStore(err)
+		}
+		sqlPart = f.SQLPart()
+	}
+	err := c.store.ExportFailures(ctx, sqlPart, func(r *store.TransferRecord) error {
+		if match != nil {
+			if ok, _ := c.fieldMatches(match, &redrive.FailureSummary{ID: r.Failure.ID, Topic: r.Failure.Topic, Cluster: r.Failure.Cluster}, r.Failure.Value); !ok {
+				return nil
+			}
+		}
 		buf.Reset()
 		if err := jsonEncode(&buf, c.newTransferRecord(r, reader)); err != nil {
 			return err

@@ -203,3 +203,14 @@ func searchConditions(f *Filter, args *sqlArgs) []string {
 	}
 	return c
 }
+
+// sqlFilter returns a *FilterError on "payload_field" for a filter with a decoded field
+// search: the store cannot decode payloads, and a criterion it would ignore must never widen
+// a selection. The operator core matches the field itself over the candidates of the rest of
+// the filter (Filter.SQLPart).
+func sqlFilter(f *Filter) error {
+	if f.PayloadField != "" || f.PayloadFieldValue != "" || f.PayloadFieldContains != "" {
+		return &FilterError{Field: "payload_field", Detail: "a decoded field search is matched by the operator core, not by the store"}
+	}
+	return nil
+}

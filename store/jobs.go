@@ -66,6 +66,9 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (*Job, error) 
 		if err := p.Filter.Validate(); err != nil {
 			return nil, err
 		}
+		if err := sqlFilter(p.Filter); err != nil {
+			return nil, err
+		}
 	}
 	sel, err := json.Marshal(p.Selection)
 	if err != nil {

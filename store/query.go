@@ -49,7 +49,15 @@ func scanSummaries(rows pgx.Rows) ([]FailureSummary, error) {
 
 // listSQL builds the statement of a failure page.
 func listSQL(p *ListParams) (string, sqlArgs, error) {
+	return listSQLColumns(p, summaryColumns)
+}
+
+// listSQLColumns builds the statement of a failure page that selects columns.
+func listSQLColumns(p *ListParams, columns string) (string, sqlArgs, error) {
 	if err := p.Filter.Validate(); err != nil {
+		return "", nil, err
+	}
+	if err := sqlFilter(&p.Filter); err != nil {
 		return "", nil, err
 	}
 	if p.Limit < 1 || p.Limit > MaxListLimit {
@@ -73,10 +81,57 @@ func listSQL(p *ListParams) (string, sqlArgs, error) {
 		// group, then created_at), and only its rows are joined with their records: the view
 		// joins the state on a range of created_at (migration 020), so an order by the
 		// record's created_at cannot be read from an index of the states.
-		return "SELECT " + summaryColumns + " FROM failures f JOIN (SELECT f.id, f.created_at FROM failure_states f" +
+		return "SELECT " + columns + " FROM failures f JOIN (SELECT f.id, f.created_at FROM failure_states f" +
 			whereClause(conds) + order + ") p ON f.created_at = p.created_at AND f.id = p.id" + order, args, nil
 	}
-	return "SELECT " + summaryColumns + " FROM failures f" + whereClause(conds) + order, args, nil
+	return "SELECT " + columns + " FROM failures f" + whereClause(conds) + order, args, nil
+}
+
+// ListFailureValues returns one page of the failures that p selects, as ListFailures does,
+// with the original value of each (nil for a tombstone), and whether more follow it: the
+// candidates of a decoded field search, which the operator core decodes and matches.
+func (s *Store) ListFailureValues(ctx context.Context, p ListParams) ([]FailureSummary, [][]byte, bool, error) {
+	q, args, err := listSQLColumns(&p, summaryColumns+", f.original_value")
+	if err != nil {
+		return nil, nil, false, err
+	}
+	var (
+		out    []FailureSummary
+		values [][]byte
+	)
+	err = s.searchQuery(ctx, &p.Filter, func(db querier) error {
+		rows, err := db.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				x FailureSummary
+				v []byte
+			)
+			if err := rows.Scan(&x.ID, &x.State, &x.StateReason, &x.Temporality, &x.ErrorCode, &x.ErrorMessage,
+				&x.PublisherSystem, &x.PublisherService, &x.Topic, &x.Partition, &x.Offset,
+				&x.MessageType, &x.CausingMessage, &x.Attempt, &x.GroupID, &x.KeySize,
+				&x.ValueSize, &x.ValueNull, &x.SourceFormat, &x.SourceTopic, &x.NextAttemptAt, &x.ResentAt, &x.ClosedAt, &x.EventCreated,
+				&x.CreatedAt, &x.UpdatedAt, &x.Cluster, &v); err != nil {
+				return err
+			}
+			out, values = append(out, x), append(values, v)
+		}
+		return rows.Err()
+	})
+	var fe *FilterError
+	if errors.As(err, &fe) {
+		return nil, nil, false, err
+	}
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("list failure values: %w", err)
+	}
+	if len(out) > p.Limit {
+		return out[:p.Limit], values[:p.Limit], true, nil
+	}
+	return out, values, false, nil
 }
 
 // ListFailures returns one page of the failures that p selects, in p.Order, and whether more
@@ -156,6 +211,9 @@ func (s *Store) CountFailuresCapped(ctx context.Context, f Filter, limit int) (i
 	if err := f.Validate(); err != nil {
 		return 0, false, err
 	}
+	if err := sqlFilter(&f); err != nil {
+		return 0, false, err
+	}
 	var args sqlArgs
 	conds := conditions(&f, &args)
 	lim := args.add(limit + 1)
@@ -199,6 +257,9 @@ func (s *Store) CountFailures(ctx context.Context, f Filter, states ...State) (i
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
+	if err := sqlFilter(&f); err != nil {
+		return 0, err
+	}
 	var args sqlArgs
 	conds := conditions(&f, &args)
 	if len(states) > 0 {
@@ -217,6 +278,9 @@ func (s *Store) CountFailures(ctx context.Context, f Filter, states ...State) (i
 // action.
 func (s *Store) FailureIDs(ctx context.Context, f Filter, states []State, after *Position, limit int) ([]uuid.UUID, *Position, error) {
 	if err := f.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := sqlFilter(&f); err != nil {
 		return nil, nil, err
 	}
 	var args sqlArgs

@@ -39,6 +39,9 @@ func (s *Store) ExportFailures(ctx context.Context, f Filter, fn func(*TransferR
 	if err := f.Validate(); err != nil {
 		return err
 	}
+	if err := sqlFilter(&f); err != nil {
+		return err
+	}
 	var args sqlArgs
 	conds := conditions(&f, &args)
 	cols := make([]string, len(transferColumns)-1)

@@ -290,7 +290,7 @@ func TestUIConfidentialitySearchIsNoOracle(t *testing.T) {
 	}
 }
 
-// The list's form offers the key, key prefix and payload criteria only to principals who may
+// The list's form offers the key, key prefix, payload and decoded field criteria only to principals who may
 // search by them.
 func TestUIFilterFormFollowsPermission(t *testing.T) {
 	t.Parallel()
@@ -302,7 +302,7 @@ func TestUIFilterFormFollowsPermission(t *testing.T) {
 		cl := c.client()
 		cl.login(p.token)
 		_, body := cl.do("GET", "/failures", nil)
-		for _, id := range []string{"f-key", "f-key-prefix", "f-payload"} {
+		for _, id := range []string{"f-key", "f-key-prefix", "f-payload", "f-payload-field", "f-payload-field-value", "f-payload-field-contains"} {
 			if got := strings.Contains(body, `id="`+id+`" disabled`); got != p.disabled {
 				t.Errorf("%s: %s disabled = %v, want %v", p.token, id, got, p.disabled)
 			}

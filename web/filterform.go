@@ -40,8 +40,13 @@ type filterForm struct {
 	NoTicket        bool
 	Payload         string
 	PayloadBase64   string
-	SourceFormats   map[redrive.SourceFormat]bool
-	SourceTopic     string
+	// PayloadField is a JSON pointer over the decoded value; PayloadFieldValue and
+	// PayloadFieldContains compare the field's value.
+	PayloadField         string
+	PayloadFieldValue    string
+	PayloadFieldContains string
+	SourceFormats        map[redrive.SourceFormat]bool
+	SourceTopic          string
 	// Clusters are the Kafka clusters checked.
 	Clusters map[string]bool
 	// Advanced is true when an advanced criterion is set: the section is shown open.
@@ -53,7 +58,7 @@ var advancedParams = []string{
 	operator.ParamKeyPrefix, operator.ParamKeyPrefixB64, operator.ParamEventID, operator.ParamIdempotenceID,
 	operator.ParamCausingEventID, operator.ParamTraceID, operator.ParamHeader, operator.ParamStackTraceHash,
 	operator.ParamTicket, operator.ParamNoTicket, operator.ParamPayload, operator.ParamPayloadB64,
-	operator.ParamSourceFormat, operator.ParamSourceTopic,
+	operator.ParamPayloadField, operator.ParamPayloadFieldValue, operator.ParamPayloadFieldContains, operator.ParamSourceFormat, operator.ParamSourceTopic,
 }
 
 // sourceFormats lists the source formats, for the form.
@@ -90,8 +95,12 @@ func formFromValues(v url.Values) filterForm {
 		Payload:         v.Get(operator.ParamPayload),
 		PayloadBase64:   v.Get(operator.ParamPayloadB64),
 		SourceTopic:     v.Get(operator.ParamSourceTopic),
-		From:            formTime(v.Get(operator.ParamCreatedFrom)),
-		To:              formTime(v.Get(operator.ParamCreatedTo)),
+
+		PayloadField:         v.Get(operator.ParamPayloadField),
+		PayloadFieldValue:    v.Get(operator.ParamPayloadFieldValue),
+		PayloadFieldContains: v.Get(operator.ParamPayloadFieldContains),
+		From:                 formTime(v.Get(operator.ParamCreatedFrom)),
+		To:                   formTime(v.Get(operator.ParamCreatedTo)),
 	}
 	for _, s := range operator.SplitValues(v[operator.ParamState]) {
 		ff.States[redrive.State(strings.ToUpper(s))] = true

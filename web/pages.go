@@ -167,7 +167,7 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	p.Hidden = hiddenFields(f)
 	cursor := q.Get(paramCursor)
 	page, err := h.core.ListFailures(r.Context(), operator.ListRequest{Filter: f, Order: redrive.NewestFirst, Limit: h.cfg.PageSize,
-		Cursor: cursor, Total: true, Reader: reader(r)})
+		Cursor: cursor, Total: f.PayloadField == "", Reader: reader(r)})
 	if err != nil {
 		h.inputError(w, r, err, func(msg string) {
 			p.Error = msg
@@ -177,12 +177,32 @@ func (h *handler) getFailures(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Rows = page.Items
 	p.Total = totalLabel(page.Total, page.TotalMore, "failure")
+	if sc := page.FieldScan; sc != nil {
+		p.Total = scanLabel(len(page.Items), sc)
+	}
 	p.ExportLink = "/failures/export"
 	if v := operator.FilterValues(f).Encode(); v != "" {
 		p.ExportLink += "?" + v
 	}
 	p.Pager = newPager("/failures", operator.FilterValues(f), cursor, parseHistory(q.Get(paramPrev)), page.Next)
 	h.render(w, r, http.StatusOK, "failures", "Failures", p)
+}
+
+// scanLabel says what a page of a decoded field search shows: its matches among the
+// candidates decoded, and whether the scan stopped at its bound (Next continues it).
+func scanLabel(matches int, sc *operator.FieldScan) string {
+	s := thousands(int64(matches)) + " matching on this page, " + thousands(int64(sc.Scanned)) + " candidate"
+	if sc.Scanned != 1 {
+		s += "s"
+	}
+	s += " decoded"
+	if sc.Undecoded > 0 {
+		s += " (" + thousands(int64(sc.Undecoded)) + " of them could not be decoded)"
+	}
+	if sc.Limited {
+		s += "; the scan stopped at its bound: Next continues it"
+	}
+	return s
 }
 
 // inputError answers a request that the core refused: a client's mistake (*operator.InputError)

@@ -109,12 +109,30 @@ func TestSchemaPayloadPages(t *testing.T) {
 				t.Errorf("%s as %s shows %v", p, tc.token, l)
 			}
 		}
-		// Search: refused over masked topics (and without the permission), whatever the term.
-		for _, q := range []string{"topic=pb-secure&payload=" + uiSecretProto, "topic=pb-secure&payload=pb-ui-guess-0000@example.com"} {
+		// Search: refused over masked topics (and without the permission), whatever the term;
+		// a decoded field search matches the masked view, where the secret is asterisks.
+		for _, q := range []string{"topic=pb-secure&payload=" + uiSecretProto, "topic=pb-secure&payload=pb-ui-guess-0000@example.com",
+			"topic=pb-secure&payload_field=/customer/email&payload_field_value=" + url.QueryEscape(uiSecretProto),
+			"topic=pb-secure&payload_field=/customer/email&payload_field_contains=ui-secret"} {
 			_, body := c.do("GET", "/failures?"+q, nil)
 			if strings.Contains(body, pbSecure.String()) {
 				t.Errorf("search %s as %s lists the masked failure", q, tc.token)
 			}
 		}
 	}
+
+	// A decoded field search from the list form: the Protobuf failure whose decoded field
+	// matches, with what the scan decoded; the masked one stays out for everyone.
+	_, body = op.do("GET", "/failures?topic=pb-plain&payload_field=%2Femail&payload_field_value=bob%40example.com", nil)
+	mustContain(t, "decoded field search", body, `data-id="`+pbPlain.String()+`"`, "1 matching on this page, 1 candidate decoded",
+		`name="payload_field" id="f-payload-field" value="/email"`, `id="advanced-search" open`)
+	_, body = op.do("GET", "/failures?topic=pb-plain&payload_field=%2Femail&payload_field_value=eve%40example.com", nil)
+	if strings.Contains(body, `data-id="`+pbPlain.String()+`"`) {
+		t.Error("a decoded field search lists a failure whose field does not match")
+	}
+	resp, body = op.do("GET", "/failures?payload_field=customer", nil)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("bad pointer: %d", resp.StatusCode)
+	}
+	mustContain(t, "bad pointer", body, `id="filter-error">payload_field: `)
 }

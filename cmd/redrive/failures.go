@@ -100,6 +100,11 @@ func exportFailures(ctx context.Context, core *operator.Core, filter, out, princ
 	if err != nil {
 		return fmt.Errorf("-filter: %w", err)
 	}
+	if f.PayloadField != "" {
+		// This command has no schema registry (nor the server's masking rules): a decoded field
+		// search would match nothing of a registry-framed value, so it is refused, not emptied.
+		return fmt.Errorf("-filter: %s: a decoded field search needs the schema registries and masking rules of redrive serve: export through the API (GET /api/v1/failures/export) or the UI", operator.ParamPayloadField)
+	}
 	var w io.Writer = std.out
 	if out != "" {
 		file, err := os.Create(out)
