@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -31,10 +32,18 @@ func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend) {
 	if !ok || j.job.Action != actionRetry {
 		return
 	}
-	var acked []uuid.UUID
+	var (
+		acked   []uuid.UUID
+		ackedAt = []time.Time{} // nil once a created_at is not known
+	)
 	for _, s := range sends {
 		if s.Acked {
 			acked = append(acked, s.FailureID)
+			if ackedAt != nil && !s.CreatedAt.IsZero() {
+				ackedAt = append(ackedAt, s.CreatedAt)
+			} else {
+				ackedAt = nil
+			}
 		}
 	}
 	if len(acked) == 0 {
@@ -45,7 +54,7 @@ func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend) {
 		reason = *j.job.Reason
 	}
 	id := j.job.ID
-	req := resendtype.ChainRequest{Heads: acked, JobID: &id,
+	req := resendtype.ChainRequest{Heads: acked, HeadsCreatedAt: ackedAt, JobID: &id,
 		Request: resendtype.ManualRequest{Principal: j.job.Principal, Reason: reason, Details: map[string]any{"job_id": id.String()}}}
 	if lim := j.limiter; lim != nil {
 		req.Wait = func(context.Context) error { return lim.WaitN(j.ctx, 1) }

@@ -320,15 +320,21 @@ func (j *jobRun) sendBatch(b *store.JobBatch) (ok bool) {
 	return j.settle(ctx, b, sends, sendable)
 }
 
-// load reads the records of items. It looks them up by id (store.ResendItems), not by (id,
-// created_at): the planner joins the pairs of store.ResendItemsAt with a hash of a whole
-// partition of the states, which grows with the partition (docs/benchmarks.md, "jobs").
+// load reads the records of items: by (id, created_at) when the preview pinned every item's
+// created_at (store.ResendItemsAt, one probe of each primary key in one partition per
+// failure), else by id (store.ResendItems).
 func (j *jobRun) load(ctx context.Context, items []store.JobBatchItem) ([]store.ResendItem, error) {
 	ids := make([]uuid.UUID, len(items))
+	created := make([]time.Time, len(items)) // nil once a created_at is not known
 	for i, it := range items {
 		ids[i] = it.FailureID
+		if created != nil && !it.CreatedAt.IsZero() {
+			created[i] = it.CreatedAt
+		} else {
+			created = nil
+		}
 	}
-	return j.r.store.ResendItems(ctx, ids)
+	return j.r.store.ResendItemsAt(ctx, ids, created)
 }
 
 // prepare pairs each claimed item with its record, tagged and addressed for the job. An item

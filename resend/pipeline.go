@@ -210,7 +210,7 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 			"first_error", failures[0].Error)
 	}
 	// The heads of ordering chains among the acknowledged: the failures parked behind them follow.
-	r, f := s.followChains(bctx, acked)
+	r, f := s.followChains(bctx, acked, ackedAt)
 	st.resent, st.failed = st.resent+r, st.failed+f
 	return st, acked, ackedAt, errors.Join(errs...)
 }

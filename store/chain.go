@@ -135,34 +135,64 @@ func (s *Store) OpenFollowers(ctx context.Context, head string, limit int) ([]Pa
 // WithParkedFollowers returns those of ids whose causing message has open failures linked to
 // it as their head (failure_links): the failures whose resend releases a chain. It is one
 // query for all ids, so that a batch of resends without chains pays little for the check.
-// The order of ids is kept.
-func (s *Store) WithParkedFollowers(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	return s.chainCandidates(ctx, ids, false)
+// The order of ids is kept. createdAt, when not nil, holds the created_at of each of ids
+// (ResendItem.CreatedAt): each record is then read by its primary key in its own partition
+// instead of being looked up by id in every partition.
+func (s *Store) WithParkedFollowers(ctx context.Context, ids []uuid.UUID, createdAt []time.Time) ([]uuid.UUID, error) {
+	return s.chainCandidates(ctx, ids, createdAt, false)
 }
 
 // ChainCandidates returns those of ids that WithParkedFollowers returns and those that are
 // parked themselves (a parked failure resent behind a closed head releases those after it):
-// the failures whose action may release a chain. The order of ids is kept.
-func (s *Store) ChainCandidates(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	return s.chainCandidates(ctx, ids, true)
+// the failures whose action may release a chain. The order of ids is kept; createdAt is as
+// for WithParkedFollowers.
+func (s *Store) ChainCandidates(ctx context.Context, ids []uuid.UUID, createdAt []time.Time) ([]uuid.UUID, error) {
+	return s.chainCandidates(ctx, ids, createdAt, true)
 }
 
-func (s *Store) chainCandidates(ctx context.Context, ids []uuid.UUID, parked bool) ([]uuid.UUID, error) {
+// chainCandidatesSQL finds the candidates among the failures u(id, created_at) of its FROM
+// clause. Each check is a probe of one index, taken row by row (LATERAL … LIMIT 1 keeps the
+// planner from hashing every link with every record, as it did for an EXISTS beside an OR):
+// failure_links_head_idx by the failure's causing message, then the follower's state by its
+// primary key; and, when $2, failure_links_pkey by the failure's id. Almost no failure heads a
+// chain, so almost every probe finds nothing in the first index. The record is read by
+// (created_at, id), its primary key: the id alone is not a prefix of any index of the records.
+const chainCandidatesSQL = `
+		SELECT h.id
+		FROM %s
+		JOIN failure_records h ON h.created_at = u.created_at AND h.id = u.id
+		LEFT JOIN LATERAL (
+			SELECT 1 AS one FROM failure_links l
+			JOIN failure_states f ON f.id = l.failure_id AND f.created_at = l.created_at
+			WHERE l.head = h.causing_message AND f.state IN ('RETRY_PENDING', 'PERMANENT')
+			LIMIT 1) follower ON true
+		LEFT JOIN LATERAL (
+			SELECT 1 AS one FROM failure_links l WHERE $2 AND l.failure_id = h.id LIMIT 1) parked ON true
+		WHERE (follower.one IS NOT NULL OR parked.one IS NOT NULL)`
+
+func (s *Store) chainCandidates(ctx context.Context, ids []uuid.UUID, createdAt []time.Time, parked bool) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT h.id
-		FROM failures h
-		WHERE h.id = ANY($1::uuid[])
-		  AND (EXISTS (
-		    SELECT 1 FROM failure_links l JOIN failures f ON f.id = l.failure_id AND f.created_at = l.created_at
-		    WHERE l.head = h.causing_message AND f.state IN ('RETRY_PENDING', 'PERMANENT'))
-		  OR $2 AND EXISTS (SELECT 1 FROM failure_links l WHERE l.failure_id = h.id))`, ids, parked)
+	if createdAt != nil && len(createdAt) != len(ids) {
+		return nil, fmt.Errorf("parked followers: %d ids but %d created_at", len(ids), len(createdAt))
+	}
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if createdAt != nil {
+		rows, err = s.pool.Query(ctx, fmt.Sprintf(chainCandidatesSQL, `unnest($1::uuid[], $3::timestamptz[]) AS u(id, created_at)`),
+			uuidArray(ids), parked, createdAt)
+	} else {
+		// The created_at of each id from the states' primary key (id, created_at).
+		rows, err = s.pool.Query(ctx, fmt.Sprintf(chainCandidatesSQL, `failure_states u`)+` AND u.id = ANY($1::uuid[])`,
+			uuidArray(ids), parked)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("parked followers: %w", err)
 	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	found, err := pgx.CollectRows(rows, pgx.RowTo[[16]byte])
 	if err != nil {
 		return nil, fmt.Errorf("parked followers: %w", err)
 	}
