@@ -411,7 +411,13 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 	}
 	// The acknowledged heads' followers first: they count in the job's total before the
 	// heads' outcomes could make it DONE.
-	j.followChains(ctx, out)
+	causing := make(map[uuid.UUID]string, len(sendable))
+	for _, rec := range sendable {
+		if rec != nil {
+			causing[rec.ID] = rec.CausingMessage
+		}
+	}
+	j.followChains(ctx, out, causing)
 	entry, item := j.audit()
 	job, err := j.r.store.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: j.job.ID, JobCreatedAt: j.job.CreatedAt, ClaimID: b.ClaimID, Sends: out,
 		At: j.r.cfg.Now(), Audit: entry, Item: item})

@@ -94,6 +94,9 @@ type ChainRequest struct {
 	// the look-up of the heads' chains then reads each record in its own partition instead of
 	// searching every partition by id.
 	HeadsCreatedAt []time.Time
+	// HeadsCausing, when not nil, holds the causing message of each of Heads
+	// (ResendItem.CausingMessage): the look-up then reads no record at all.
+	HeadsCausing []string
 	// Release says the heads were closed with release: each follower carries
 	// avro.HeaderRelease.
 	Release bool
