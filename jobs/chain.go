@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -26,15 +27,31 @@ type ChainFollower interface {
 // another topic, where no guard waits. A stop of the job (pause, cancel, the runner's end)
 // ends the wait for the rate limiter: the followers not sent yet are skipped as not attempted
 // and keep their state.
-func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend) {
+// causing holds the causing message of each failure sent (ResendItem.CausingMessage).
+func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend, causing map[uuid.UUID]string) {
 	f, ok := j.r.cfg.Publisher.(ChainFollower)
 	if !ok || j.job.Action != actionRetry {
 		return
 	}
-	var acked []uuid.UUID
+	var (
+		acked        []uuid.UUID
+		ackedAt      = []time.Time{} // nil once a created_at is not known
+		ackedCausing = []string{}    // nil once a causing message is not known
+	)
 	for _, s := range sends {
-		if s.Acked {
-			acked = append(acked, s.FailureID)
+		if !s.Acked {
+			continue
+		}
+		acked = append(acked, s.FailureID)
+		if ackedAt != nil && !s.CreatedAt.IsZero() {
+			ackedAt = append(ackedAt, s.CreatedAt)
+		} else {
+			ackedAt = nil
+		}
+		if c, ok := causing[s.FailureID]; ok && ackedCausing != nil {
+			ackedCausing = append(ackedCausing, c)
+		} else {
+			ackedCausing = nil
 		}
 	}
 	if len(acked) == 0 {
@@ -45,7 +62,7 @@ func (j *jobRun) followChains(ctx context.Context, sends []store.JobSend) {
 		reason = *j.job.Reason
 	}
 	id := j.job.ID
-	req := resendtype.ChainRequest{Heads: acked, JobID: &id,
+	req := resendtype.ChainRequest{Heads: acked, HeadsCreatedAt: ackedAt, HeadsCausing: ackedCausing, JobID: &id,
 		Request: resendtype.ManualRequest{Principal: j.job.Principal, Reason: reason, Details: map[string]any{"job_id": id.String()}}}
 	if lim := j.limiter; lim != nil {
 		req.Wait = func(context.Context) error { return lim.WaitN(j.ctx, 1) }

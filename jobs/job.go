@@ -320,15 +320,21 @@ func (j *jobRun) sendBatch(b *store.JobBatch) (ok bool) {
 	return j.settle(ctx, b, sends, sendable)
 }
 
-// load reads the records of items. It looks them up by id (store.ResendItems), not by (id,
-// created_at): the planner joins the pairs of store.ResendItemsAt with a hash of a whole
-// partition of the states, which grows with the partition (docs/benchmarks.md, "jobs").
+// load reads the records of items: by (id, created_at) when the preview pinned every item's
+// created_at (store.ResendItemsAt, one probe of each primary key in one partition per
+// failure), else by id (store.ResendItems).
 func (j *jobRun) load(ctx context.Context, items []store.JobBatchItem) ([]store.ResendItem, error) {
 	ids := make([]uuid.UUID, len(items))
+	created := make([]time.Time, len(items)) // nil once a created_at is not known
 	for i, it := range items {
 		ids[i] = it.FailureID
+		if created != nil && !it.CreatedAt.IsZero() {
+			created[i] = it.CreatedAt
+		} else {
+			created = nil
+		}
 	}
-	return j.r.store.ResendItems(ctx, ids)
+	return j.r.store.ResendItemsAt(ctx, ids, created)
 }
 
 // prepare pairs each claimed item with its record, tagged and addressed for the job. An item
@@ -405,7 +411,13 @@ func (j *jobRun) settle(ctx context.Context, b *store.JobBatch, sends []store.Jo
 	}
 	// The acknowledged heads' followers first: they count in the job's total before the
 	// heads' outcomes could make it DONE.
-	j.followChains(ctx, out)
+	causing := make(map[uuid.UUID]string, len(sendable))
+	for _, rec := range sendable {
+		if rec != nil {
+			causing[rec.ID] = rec.CausingMessage
+		}
+	}
+	j.followChains(ctx, out, causing)
 	entry, item := j.audit()
 	job, err := j.r.store.SettleJobClaim(ctx, store.SettleJobClaimParams{JobID: j.job.ID, JobCreatedAt: j.job.CreatedAt, ClaimID: b.ClaimID, Sends: out,
 		At: j.r.cfg.Now(), Audit: entry, Item: item})

@@ -37,8 +37,10 @@ const maxReleasesPerRound = 16
 // acknowledged, in send order), the open failures parked behind each head, as an operator's
 // retry of the head does, with audit entries of the trigger "auto". It returns how many
 // followers were resent and how many were not.
-func (s *Scheduler) followChains(ctx context.Context, acked []uuid.UUID) (resent, failed int) {
-	for _, f := range s.resender.followChains(ctx, ChainRequest{Heads: acked, Request: ManualRequest{Principal: s.cfg.ServiceName}}, TriggerAuto) {
+// ackedAt and causing hold the created_at and the causing message of each of acked.
+func (s *Scheduler) followChains(ctx context.Context, acked []uuid.UUID, ackedAt []time.Time, causing []string) (resent, failed int) {
+	req := ChainRequest{Heads: acked, HeadsCreatedAt: ackedAt, HeadsCausing: causing, Request: ManualRequest{Principal: s.cfg.ServiceName}}
+	for _, f := range s.resender.followChains(ctx, req, TriggerAuto) {
 		for _, it := range f.Items {
 			if it.Outcome == OutcomeResent {
 				resent++
@@ -86,9 +88,9 @@ func (r *Resender) followChains(ctx context.Context, req ChainRequest, trigger s
 		err   error
 	)
 	if trigger == TriggerAuto {
-		heads, err = r.s.store.WithParkedFollowers(ctx, req.Heads)
+		heads, err = r.s.store.WithParkedFollowers(ctx, chainHeads(req))
 	} else {
-		heads, err = r.s.store.ChainCandidates(ctx, req.Heads)
+		heads, err = r.s.store.ChainCandidates(ctx, chainHeads(req))
 	}
 	if err != nil {
 		log.Error("ordering chains of resent failures unknown: their parked failures wait for an operator", "error", err)
@@ -130,6 +132,11 @@ func (r *Resender) followChains(ctx context.Context, req ChainRequest, trigger s
 		r.endRelease(ctx, rel, items)
 	}
 	return out
+}
+
+// chainHeads are the heads of req for the store's look-up.
+func chainHeads(req ChainRequest) store.ChainHeads {
+	return store.ChainHeads{IDs: req.Heads, CreatedAt: req.HeadsCreatedAt, Causing: req.HeadsCausing}
 }
 
 // notAttempted returns failed outcomes with reason for follow.

@@ -183,10 +183,14 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 	sendErrs := s.pub.send(send)
 	s.metrics.send.Observe(time.Since(start).Seconds())
 	now := s.cfg.Now()
-	var failures []store.ResendFailure
+	var (
+		failures []store.ResendFailure
+		causing  []string
+	)
 	for i := range send {
 		if sendErrs[i] == nil {
 			acked, ackedAt = append(acked, send[i].ID), append(ackedAt, send[i].CreatedAt)
+			causing = append(causing, send[i].CausingMessage)
 			continue
 		}
 		failures = append(failures, store.ResendFailure{
@@ -210,7 +214,7 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 			"first_error", failures[0].Error)
 	}
 	// The heads of ordering chains among the acknowledged: the failures parked behind them follow.
-	r, f := s.followChains(bctx, acked)
+	r, f := s.followChains(bctx, acked, ackedAt, causing)
 	st.resent, st.failed = st.resent+r, st.failed+f
 	return st, acked, ackedAt, errors.Join(errs...)
 }

@@ -132,38 +132,94 @@ func (s *Store) OpenFollowers(ctx context.Context, head string, limit int) ([]Pa
 	return out, err
 }
 
-// WithParkedFollowers returns those of ids whose causing message has open failures linked to
+// ChainHeads are the failures whose chains WithParkedFollowers and ChainCandidates look up.
+type ChainHeads struct {
+	// IDs are the failures, in the order of the action.
+	IDs []uuid.UUID
+	// CreatedAt, when not nil, holds the created_at of each of IDs (ResendItem.CreatedAt):
+	// each record is then read by its primary key in its own partition instead of being
+	// looked up by id in every partition.
+	CreatedAt []time.Time
+	// Causing, when not nil, holds the causing message of each of IDs
+	// (ResendItem.CausingMessage, which never changes): no record is read at all. The caller
+	// vouches for the failures (it has just acted on them).
+	Causing []string
+}
+
+// WithParkedFollowers returns those of h.IDs whose causing message has open failures linked to
 // it as their head (failure_links): the failures whose resend releases a chain. It is one
 // query for all ids, so that a batch of resends without chains pays little for the check.
-// The order of ids is kept.
-func (s *Store) WithParkedFollowers(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	return s.chainCandidates(ctx, ids, false)
+// The order of h.IDs is kept.
+func (s *Store) WithParkedFollowers(ctx context.Context, h ChainHeads) ([]uuid.UUID, error) {
+	return s.chainCandidates(ctx, h, false)
 }
 
-// ChainCandidates returns those of ids that WithParkedFollowers returns and those that are
+// ChainCandidates returns those of h.IDs that WithParkedFollowers returns and those that are
 // parked themselves (a parked failure resent behind a closed head releases those after it):
-// the failures whose action may release a chain. The order of ids is kept.
-func (s *Store) ChainCandidates(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	return s.chainCandidates(ctx, ids, true)
+// the failures whose action may release a chain. The order of h.IDs is kept.
+func (s *Store) ChainCandidates(ctx context.Context, h ChainHeads) ([]uuid.UUID, error) {
+	return s.chainCandidates(ctx, h, true)
 }
 
-func (s *Store) chainCandidates(ctx context.Context, ids []uuid.UUID, parked bool) ([]uuid.UUID, error) {
+// chainCandidatesSQL finds the candidates among the failures u(id) of its FROM clause (the
+// first verb), whose causing message is the second verb. Each check is a probe of one index,
+// taken row by row (LATERAL … LIMIT 1 keeps the planner from hashing every link with every
+// record, as it did for an EXISTS beside an OR): failure_links_head_idx by the failure's
+// causing message, then the follower's state by its primary key; and, when $2,
+// failure_links_pkey by the failure's id. Almost no failure heads a chain, so almost every
+// probe finds nothing in the first index. A record is read by (created_at, id), its primary
+// key: the id alone is not a prefix of any index of the records.
+const chainCandidatesSQL = `
+		SELECT u.id
+		FROM %s
+		LEFT JOIN LATERAL (
+			SELECT 1 AS one FROM failure_links l
+			JOIN failure_states f ON f.id = l.failure_id AND f.created_at = l.created_at
+			WHERE l.head = %s AND f.state IN ('RETRY_PENDING', 'PERMANENT')
+			LIMIT 1) follower ON true
+		LEFT JOIN LATERAL (
+			SELECT 1 AS one FROM failure_links l WHERE $2 AND l.failure_id = u.id LIMIT 1) parked ON true
+		WHERE (follower.one IS NOT NULL OR parked.one IS NOT NULL)`
+
+func (s *Store) chainCandidates(ctx context.Context, h ChainHeads, parked bool) ([]uuid.UUID, error) {
+	ids := h.IDs
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT h.id
-		FROM failures h
-		WHERE h.id = ANY($1::uuid[])
-		  AND (EXISTS (
-		    SELECT 1 FROM failure_links l JOIN failures f ON f.id = l.failure_id AND f.created_at = l.created_at
-		    WHERE l.head = h.causing_message AND f.state IN ('RETRY_PENDING', 'PERMANENT'))
-		  OR $2 AND EXISTS (SELECT 1 FROM failure_links l WHERE l.failure_id = h.id))`, ids, parked)
-	if err != nil {
-		return nil, fmt.Errorf("parked followers: %w", err)
+	if (h.CreatedAt != nil && len(h.CreatedAt) != len(ids)) || (h.Causing != nil && len(h.Causing) != len(ids)) {
+		return nil, fmt.Errorf("parked followers: %d ids, %d created_at, %d causing messages", len(ids), len(h.CreatedAt), len(h.Causing))
 	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
+	var (
+		query string
+		args  = []any{uuidArray(ids), parked}
+	)
+	switch {
+	case h.Causing != nil:
+		query = fmt.Sprintf(chainCandidatesSQL, `unnest($1::uuid[], $3::text[]) AS u(id, causing)`, `u.causing`)
+		args = append(args, h.Causing)
+	case h.CreatedAt != nil:
+		query = fmt.Sprintf(chainCandidatesSQL, `unnest($1::uuid[], $3::timestamptz[]) AS u(id, created_at)
+		JOIN failure_records r ON r.created_at = u.created_at AND r.id = u.id`, `r.causing_message`)
+		args = append(args, h.CreatedAt)
+	default:
+		// The created_at of each id from the states' primary key (id, created_at).
+		query = fmt.Sprintf(chainCandidatesSQL, `failure_states u
+		JOIN failure_records r ON r.created_at = u.created_at AND r.id = u.id`, `r.causing_message`) + ` AND u.id = ANY($1::uuid[])`
+	}
+	// No JIT: with every partition of the states in each probe's plan, the estimated cost of a
+	// plan for a batch's parameters passes jit_above_cost, and compiling it (about 100 ms over
+	// 32 partitions) costs a hundred times more than running it. One round trip.
+	var found [][16]byte
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL jit = off")
+	b.Queue(query, args...).Query(func(rows pgx.Rows) error {
+		var err error
+		found, err = pgx.CollectRows(rows, pgx.RowTo[[16]byte])
+		return err
+	})
+	b.Queue("COMMIT")
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("parked followers: %w", err)
 	}
 	if len(found) == 0 {

@@ -114,11 +114,42 @@ func TestWithParkedFollowers(t *testing.T) {
 	self := testkit.InsertFailure(t, pool, testkit.FailureRow{Topic: "follow", Partition: 1, Offset: 15, Key: []byte("M"), Causing: "M",
 		ErrorCode: avro.CodeParkedBehind, ParkedHead: "L"})
 
-	got, err := s.WithParkedFollowers(ctx, []uuid.UUID{lone, self, done, head, uuid.New()})
-	if err != nil || !slices.Equal(got, []uuid.UUID{lone, head}) {
-		t.Errorf("with parked followers: %v %v, want [%s %s]", got, err, lone, head)
+	ids := []uuid.UUID{lone, self, done, head, uuid.New()}
+	// The same ids with their created_at (an unknown id with any time), as the scheduler and
+	// the jobs pass them: each record is then read by its primary key.
+	created := make([]time.Time, len(ids))
+	for i, id := range ids {
+		if err := pool.QueryRow(ctx, `SELECT coalesce((SELECT created_at FROM failure_states WHERE id = $1), now())`, id).Scan(&created[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if got, err := s.WithParkedFollowers(ctx, nil); err != nil || got != nil {
+	// And with their causing messages (the unknown id's is none of the chains'), as the scheduler
+	// and the jobs pass them: then no record is read.
+	causing := []string{"L", "M", "D", "H", "unknown"}
+	for _, h := range []store.ChainHeads{{IDs: ids}, {IDs: ids, CreatedAt: created}, {IDs: ids, Causing: causing}} {
+		got, err := s.WithParkedFollowers(ctx, h)
+		if err != nil || !slices.Equal(got, []uuid.UUID{lone, head}) {
+			t.Errorf("with parked followers (created_at %v, causing %v): %v %v, want [%s %s]", h.CreatedAt != nil, h.Causing != nil, got, err, lone, head)
+		}
+		// A parked failure itself is a candidate too: resent, it releases those behind it.
+		got, err = s.ChainCandidates(ctx, h)
+		if err != nil || !slices.Equal(got, []uuid.UUID{lone, self, head}) {
+			t.Errorf("chain candidates (created_at %v, causing %v): %v %v, want [%s %s %s]", h.CreatedAt != nil, h.Causing != nil, got, err, lone, self, head)
+		}
+	}
+	// A created_at that is not the failure's finds nothing.
+	wrong := slices.Clone(created)
+	wrong[3] = wrong[3].Add(-time.Hour)
+	if got, err := s.WithParkedFollowers(ctx, store.ChainHeads{IDs: ids, CreatedAt: wrong}); err != nil || !slices.Equal(got, []uuid.UUID{lone}) {
+		t.Errorf("wrong created_at: %v %v, want [%s]", got, err, lone)
+	}
+	if _, err := s.WithParkedFollowers(ctx, store.ChainHeads{IDs: ids, CreatedAt: created[:2]}); err == nil {
+		t.Error("created_at not parallel to ids: no error")
+	}
+	if _, err := s.WithParkedFollowers(ctx, store.ChainHeads{IDs: ids, Causing: causing[:2]}); err == nil {
+		t.Error("causing messages not parallel to ids: no error")
+	}
+	if got, err := s.WithParkedFollowers(ctx, store.ChainHeads{}); err != nil || got != nil {
 		t.Errorf("no ids: %v %v", got, err)
 	}
 }

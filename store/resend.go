@@ -140,14 +140,19 @@ func (s *Store) ResendItemsAt(ctx context.Context, ids []uuid.UUID, createdAt []
 	if len(createdAt) != len(ids) {
 		return nil, fmt.Errorf("load resends: %d ids but %d created_at", len(ids), len(createdAt))
 	}
-	// created_at = ANY($2) beside the join on each pair lets the planner prune the partitions
-	// that hold none of the failures before it runs the query.
+	// One probe of each primary key per failure, in the partition of its created_at (pruned at
+	// run time). LATERAL … LIMIT 1 keeps the planner from joining otherwise: with a burst of
+	// failures stored in one transaction (one created_at), it hashed a whole partition of the
+	// states, or, with created_at = ANY($2) beside the join, walked another index of the records
+	// from its start for every failure (375 ms for 500 failures of 10,000, against 9 ms).
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+resendColumns("r.", "s.")+`
 		FROM unnest($1::uuid[], $2::timestamptz[]) WITH ORDINALITY AS u(id, created_at, n)
-		JOIN failure_records r ON r.id = u.id AND r.created_at = u.created_at AND r.created_at = ANY($2)
-		JOIN failure_states s ON s.id = u.id AND s.created_at = u.created_at AND s.created_at = ANY($2)
-		WHERE s.state IN ('RETRY_PENDING', 'PERMANENT')
+		CROSS JOIN LATERAL (
+			SELECT * FROM failure_states s WHERE s.id = u.id AND s.created_at = u.created_at
+			  AND s.state IN ('RETRY_PENDING', 'PERMANENT') LIMIT 1) s
+		CROSS JOIN LATERAL (
+			SELECT * FROM failure_records r WHERE r.created_at = u.created_at AND r.id = u.id LIMIT 1) r
 		ORDER BY u.n`, uuidArray(ids), createdAt)
 	if err != nil {
 		return nil, fmt.Errorf("load resends: %w", err)

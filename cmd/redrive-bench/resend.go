@@ -47,6 +47,7 @@ func benchResend(ctx context.Context, args []string) error {
 		fillfactor  = fs.Int("fillfactor", 0, "set the failures table's fillfactor before the runs (0 keeps the table's, 100 by default)")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of this process over the measured windows of the resend (until every record is acknowledged) to this file")
 		timings     = fs.Bool("timings", false, "print CPU times and the scheduler's claim, load, send and mark histograms after each run")
+		traceSQL    = fs.Bool("trace-sql", false, "print, per statement, the calls and their time over the measured windows of all runs")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,7 +56,12 @@ func benchResend(ctx context.Context, args []string) error {
 		return errors.New("-n, -runs and -partitions must be positive, -value-size not negative")
 	}
 
-	pool, drop, err := scratchDatabase(ctx, *dbURL)
+	var tracer pgx.QueryTracer
+	if *traceSQL {
+		resendTrace = newSQLTrace()
+		tracer = resendTrace
+	}
+	pool, drop, err := scratchDatabaseTraced(ctx, *dbURL, 0, tracer)
 	if err != nil {
 		return err
 	}
@@ -114,11 +120,18 @@ func benchResend(ctx context.Context, args []string) error {
 	// scatters more than either; the ratio of the medians is the steadier estimate.
 	fmt.Printf("ratio of the medians: acked %.2f, marked %.2f\n",
 		resendMedian(ackeds)/resendMedian(plains), resendMedian(markeds)/resendMedian(plains))
+	if resendTrace != nil {
+		resendTrace.report(*n * *runs)
+	}
 	if *timings {
 		return resendUpdateStats(ctx, pool)
 	}
 	return nil
 }
+
+// resendTrace, when set, sums the statements of the measured windows (-trace-sql): from the
+// moment the failures are due until every one is marked, over all runs.
+var resendTrace *sqlTrace
 
 // resendUpdateStats prints how many updates of the failure states were HOT (wrote no index
 // entry) over all the runs, warm-up included: claims (lease writes) and marks. Backends report
@@ -330,6 +343,9 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 			return el, err
 		}
 	}
+	if resendTrace != nil {
+		resendTrace.resume()
+	}
 	start := time.Now()
 	ahead.Store(int64(time.Hour + time.Second)) // the failures are due from now on
 	if err := wait(acked, resendWarmup+n); err != nil {
@@ -344,6 +360,9 @@ func resendScheduler(ctx context.Context, pool *pgxpool.Pool, st *store.Store, b
 		return el, err
 	}
 	el.marked = time.Since(start)
+	if resendTrace != nil {
+		resendTrace.stop()
+	}
 	if timings {
 		cpu1 := resendCPU(ctx, pool)
 		fmt.Printf("  cpu during the resend: this process %.2f s, its database backends %.2f s, wall %.2f s\n",

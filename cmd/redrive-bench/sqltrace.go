@@ -70,6 +70,13 @@ func (t *sqlTrace) start() {
 	t.on, t.stats = true, map[string]*sqlStat{}
 }
 
+// resume starts summing again, keeping the sums.
+func (t *sqlTrace) resume() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.on = true
+}
+
 // stop stops summing.
 func (t *sqlTrace) stop() {
 	t.mu.Lock()
@@ -88,7 +95,7 @@ func (t *sqlTrace) report(n int) {
 		total += s.total
 	}
 	sort.Slice(keys, func(i, j int) bool { return t.stats[keys[i]].total > t.stats[keys[j]].total })
-	fmt.Printf("statements while the job ran (time from send to result, summed over connections): %s, %.1f µs per item\n",
+	fmt.Printf("statements while measured (time from send to result, summed over connections): %s, %.1f µs per item\n",
 		total.Round(time.Millisecond), float64(total.Microseconds())/float64(n))
 	fmt.Printf("%8s %10s %10s  %s\n", "calls", "total ms", "µs/item", "statement")
 	for _, k := range keys {

@@ -2,6 +2,7 @@ package resendtype
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/redrive/redrive"
@@ -89,6 +90,13 @@ type ChainRequest struct {
 	// Heads are the failures acted on successfully (resent and acknowledged, or closed), in
 	// the order of the action.
 	Heads []uuid.UUID
+	// HeadsCreatedAt, when not nil, holds the created_at of each of Heads (ResendItem.CreatedAt):
+	// the look-up of the heads' chains then reads each record in its own partition instead of
+	// searching every partition by id.
+	HeadsCreatedAt []time.Time
+	// HeadsCausing, when not nil, holds the causing message of each of Heads
+	// (ResendItem.CausingMessage): the look-up then reads no record at all.
+	HeadsCausing []string
 	// Release says the heads were closed with release: each follower carries
 	// avro.HeaderRelease.
 	Release bool
