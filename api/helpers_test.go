@@ -26,6 +26,7 @@ import (
 	"github.com/redrive/redrive/internal/testkit/storekit"
 	"github.com/redrive/redrive/operator"
 	"github.com/redrive/redrive/resend"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Tokens of the test server, one per role.
@@ -59,6 +60,8 @@ type setup struct {
 	Auth auth.Config
 	// NoResender builds the core without a resender.
 	NoResender bool
+	// ResendTracer traces the resender's sends.
+	ResendTracer trace.TracerProvider
 }
 
 // failingTopic is a topic whose produce requests always fail: a failure stored with it as its
@@ -90,7 +93,7 @@ func newEnv(t *testing.T, mod func(*setup)) *env {
 		mod(&su)
 	}
 	if !su.NoResender && su.Core.Resender == nil {
-		su.Core.Resender = e.startResender(s)
+		su.Core.Resender = e.startResender(s, su.ResendTracer)
 	}
 	core, err := operator.New(su.Core)
 	if err != nil {
@@ -112,7 +115,7 @@ func newEnv(t *testing.T, mod func(*setup)) *env {
 
 // startResender runs a resend scheduler (no automatic rounds) over a fresh in-process Kafka
 // with the topics "orders" and failingTopic, whose produce requests always fail.
-func (e *env) startResender(s *storekit.Store) *resend.Resender {
+func (e *env) startResender(s *storekit.Store, tp trace.TracerProvider) *resend.Resender {
 	t := e.t
 	e.cluster = testkit.Kafka(t)
 	e.cluster.CreateTopic(t, "orders", 1)
@@ -122,7 +125,7 @@ func (e *env) startResender(s *storekit.Store) *resend.Resender {
 		Store: s, Brokers: e.cluster.Bootstrap(), ServiceName: "redrive-api-test",
 		DisableAutomatic: true, Housekeeping: resend.HousekeepingConfig{Disable: true}, SendTimeout: 2 * time.Second,
 		Producer: kafka.ConfigMap{"log_level": 3}, Registerer: prometheus.NewRegistry(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: tp,
 	})
 	if err != nil {
 		t.Fatal(err)

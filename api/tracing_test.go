@@ -60,3 +60,40 @@ func TestAPIRequestSpans(t *testing.T) {
 		t.Errorf("a request without traceparent has a parent")
 	}
 }
+
+// A retry through the API resends under the request's span: the resend span is its child, in
+// the caller's trace, and links to the trace of the original's stored traceparent.
+func TestRetrySpanIsChildOfRequest(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	e := newEnv(t, func(s *setup) { s.API.TracerProvider = tp; s.ResendTracer = tp })
+	const original = "00-11111111111111111111111111111111-2222222222222222-01"
+	const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	id := e.insert(row{Topic: "orders", HeaderNames: []string{"traceparent"}, HeaderValues: [][]byte{[]byte(original)}})
+	r := doRequest(t, e.handler, "POST", "/api/v1/failures/"+id.String()+"/retry", operatorToken, map[string]any{"reason": "fixed"},
+		func(r *http.Request) { r.Header.Set("traceparent", caller) })
+	if r.status != http.StatusOK {
+		t.Fatalf("retry: %d %s", r.status, r.body)
+	}
+	var request, resend sdktrace.ReadOnlySpan
+	for _, sp := range rec.Ended() {
+		switch sp.Name() {
+		case "POST /api/v1/failures/{id}/retry":
+			request = sp
+		case "resend orders":
+			resend = sp
+		}
+	}
+	if request == nil || resend == nil {
+		t.Fatalf("spans %v: want the request's and the resend's", rec.Ended())
+	}
+	if resend.Parent().SpanID() != request.SpanContext().SpanID() || resend.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("resend span: parent %s in trace %s, want the request's span %s in the caller's trace",
+			resend.Parent().SpanID(), resend.SpanContext().TraceID(), request.SpanContext().SpanID())
+	}
+	if l := resend.Links(); len(l) != 1 || l[0].SpanContext.TraceID().String() != "11111111111111111111111111111111" ||
+		l[0].SpanContext.SpanID().String() != "2222222222222222" {
+		t.Errorf("resend span links %+v, want one to the original %s", l, original)
+	}
+}

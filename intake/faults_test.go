@@ -291,25 +291,40 @@ func TestStateMetrics(t *testing.T) {
 	if _, err := NewStateMetrics(StateMetricsConfig{}); err == nil {
 		t.Error("NewStateMetrics without a store succeeded")
 	}
+	if _, err := NewStateMetrics(StateMetricsConfig{Store: s, Clusters: []string{"Bad"}}); err == nil || !strings.Contains(err.Error(), "Clusters") {
+		t.Errorf("NewStateMetrics with a bad cluster name = %v", err)
+	}
 	reg := prometheus.NewRegistry()
-	m, err := NewStateMetrics(StateMetricsConfig{Store: s, Registerer: reg, Now: func() time.Time { return now.Add(90 * time.Second) }})
+	m, err := NewStateMetrics(StateMetricsConfig{Store: s, Registerer: reg, Clusters: []string{"default", "east"},
+		Now: func() time.Time { return now.Add(90 * time.Second) }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Three failures of the default cluster, one PERMANENT of east, and one RETRY_PENDING of
+	// a cluster no longer configured ("gone"), stored an hour earlier.
 	var batch []store.Incoming
 	for i, temp := range []avro.Temporality{avro.Temporary, avro.Permanent, avro.Unknown} {
 		ev := event(temp)
 		ev.References.Message.Offset = int64(i)
 		batch = append(batch, store.Incoming{Event: ev})
 	}
+	east := event(avro.Permanent)
+	east.References.Message.Offset = 10
+	gone := event(avro.Temporary)
+	gone.References.Message.Offset = 11
+	batch = append(batch, store.Incoming{Event: east, Source: store.Source{Cluster: "east"}},
+		store.Incoming{Event: gone, Source: store.Source{Cluster: "gone"}})
 	if _, err := s.Ingest(context.Background(), batch, next); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(context.Background(), `UPDATE failures SET created_at = created_at - interval '1 hour' WHERE cluster = 'gone'`); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	deadline := time.Now().Add(waitLimit)
-	for testutil.ToFloat64(m.count.WithLabelValues("PERMANENT")) != 2 {
+	for testutil.ToFloat64(m.count.WithLabelValues("default", "PERMANENT")) != 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("gauges not refreshed")
 		}
@@ -319,18 +334,23 @@ func TestStateMetrics(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)
 	}
-	for state, want := range map[string]float64{"RETRY_PENDING": 1, "PERMANENT": 2, "RESENT": 0, "CLOSED": 0} {
-		if got := testutil.ToFloat64(m.count.WithLabelValues(state)); got != want {
-			t.Errorf("redrive_failures{state=%s} = %v, want %v", state, got, want)
+	var want strings.Builder
+	want.WriteString("# HELP redrive_failures Stored failures by Kafka cluster and state, refreshed periodically; cluster=\"_other\" for clusters not configured.\n# TYPE redrive_failures gauge\n")
+	counts := map[string][4]int{"_other": {1, 0, 0, 0}, "default": {1, 2, 0, 0}, "east": {0, 1, 0, 0}}
+	for _, cluster := range []string{"_other", "default", "east"} {
+		for i, state := range []string{"CLOSED", "PERMANENT", "RESENT", "RETRY_PENDING"} {
+			n := counts[cluster][[4]int{3, 1, 2, 0}[i]]
+			fmt.Fprintf(&want, "redrive_failures{cluster=%q,state=%q} %d\n", cluster, state, n)
 		}
 	}
-	for _, state := range []string{"RETRY_PENDING", "PERMANENT"} {
-		if got := testutil.ToFloat64(m.oldest.WithLabelValues(state)); got != 90 {
-			t.Errorf("oldest age{state=%s} = %v, want 90", state, got)
-		}
+	want.WriteString("# HELP redrive_failures_oldest_age_seconds Age of the oldest stored failure in an open state (RETRY_PENDING, PERMANENT) by Kafka cluster; 0 when none.\n# TYPE redrive_failures_oldest_age_seconds gauge\n")
+	for _, l := range []string{`cluster="_other",state="PERMANENT"} 0`, `cluster="_other",state="RETRY_PENDING"} 3690`,
+		`cluster="default",state="PERMANENT"} 90`, `cluster="default",state="RETRY_PENDING"} 90`,
+		`cluster="east",state="PERMANENT"} 90`, `cluster="east",state="RETRY_PENDING"} 0`} {
+		want.WriteString("redrive_failures_oldest_age_seconds{" + l + "\n")
 	}
-	if n, err := testutil.GatherAndCount(reg, "redrive_failures", "redrive_failures_oldest_age_seconds"); err != nil || n != 6 {
-		t.Errorf("registry holds %d series (%v), want 6", n, err)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want.String()), "redrive_failures", "redrive_failures_oldest_age_seconds"); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -72,12 +72,21 @@ func (e *env) instance() *resend.Scheduler {
 // instanceWithStop is instance with a function that stops the scheduler (its Resender then
 // sends nothing more).
 func (e *env) instanceWithStop() (*resend.Scheduler, func()) {
+	return e.instanceWith(nil)
+}
+
+// instanceWith is instanceWithStop with the scheduler's configuration changed by edit.
+func (e *env) instanceWith(edit func(*resend.Config)) (*resend.Scheduler, func()) {
 	t := e.t
-	sched, err := resend.New(resend.Config{
+	cfg := resend.Config{
 		Store: e.store, Brokers: e.cluster.Bootstrap(), ServiceName: "redrive-jobs-test",
 		DisableAutomatic: true, Housekeeping: resend.HousekeepingConfig{Disable: true}, SendTimeout: 5 * time.Second,
 		Producer: kafka.ConfigMap{"log_level": 3}, Registerer: prometheus.NewRegistry(), Logger: quiet(),
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	sched, err := resend.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

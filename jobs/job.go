@@ -298,7 +298,7 @@ func (j *jobRun) sendBatch(b *store.JobBatch) (ok bool) {
 	span := j.r.tracer.start(j.job, b)
 	defer span.end(&ok)
 	// The claim is this instance's: finish even when the job's context ends.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(j.base), j.r.cfg.BatchTimeout)
+	ctx, cancel := context.WithTimeout(span.context(context.WithoutCancel(j.base)), j.r.cfg.BatchTimeout)
 	defer cancel()
 	defer j.own(b.ClaimID, false)
 	if j.r.dead.Load() {
@@ -313,7 +313,7 @@ func (j *jobRun) sendBatch(b *store.JobBatch) (ok bool) {
 		return false
 	}
 	sends, sendable := j.prepare(b.Items, records)
-	j.publish(sends, sendable)
+	j.publish(ctx, sends, sendable)
 	if j.r.abandon("after send", callHook(j.r.cfg.Hooks.AfterSend, ctx, b)) {
 		return false
 	}
@@ -368,7 +368,7 @@ func (j *jobRun) prepare(items []store.JobBatchItem, records []store.ResendItem)
 
 // publish sends the records of sendable (nil ones are not sent) and fills in sends. A record
 // not sent because the publisher shut down is marked with notAttempted.
-func (j *jobRun) publish(sends []store.JobSend, sendable []*store.ResendItem) {
+func (j *jobRun) publish(ctx context.Context, sends []store.JobSend, sendable []*store.ResendItem) {
 	var (
 		batch []store.ResendItem
 		index []int
@@ -381,7 +381,7 @@ func (j *jobRun) publish(sends []store.JobSend, sendable []*store.ResendItem) {
 	if len(batch) == 0 {
 		return
 	}
-	errs := j.r.cfg.Publisher.Publish(batch)
+	errs := j.r.cfg.Publisher.Publish(ctx, batch)
 	now := j.r.cfg.Now()
 	for k, err := range errs {
 		i := index[k]
@@ -509,7 +509,7 @@ func (j *jobRun) recoverClaim(ctx context.Context, c store.JobClaim, send bool) 
 		}
 	}
 	log.Info("jobs: settling a claim an earlier holder left", "items", len(c.Items), "arrived", arrived, "send_rest", send)
-	j.publish(sends, rest)
+	j.publish(ctx, sends, rest)
 	b := &store.JobBatch{ClaimID: c.ID, ClaimedAt: c.ClaimedAt, Items: c.Items}
 	if j.r.abandon("after send", callHook(j.r.cfg.Hooks.AfterSend, bctx, b)) {
 		return

@@ -20,8 +20,8 @@ import (
 type Publisher interface {
 	// Publish produces one record per item and waits for the acknowledgements. It returns one
 	// error per item: nil when acknowledged, one wrapping redrive.ErrClosed when the record
-	// was not sent (shutting down).
-	Publish(items []store.ResendItem) []error
+	// was not sent (shutting down). The records' spans are children of ctx's span.
+	Publish(ctx context.Context, items []store.ResendItem) []error
 	// RetryAt is when a RETRY_PENDING failure whose resend was not acknowledged for the
 	// failures-th time is due again.
 	RetryAt(failures int, now time.Time) time.Time

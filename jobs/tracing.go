@@ -43,6 +43,14 @@ type batchSpan struct {
 	span trace.Span
 }
 
+// context returns ctx carrying the batch's span, the parent of the spans of its resends.
+func (s batchSpan) context(ctx context.Context) context.Context {
+	if s.span == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, s.span)
+}
+
 // start starts the span of a claimed batch of a retry or resend_to job.
 func (t *jobTracer) start(job *store.Job, b *store.JobBatch) batchSpan {
 	if t == nil {

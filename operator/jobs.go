@@ -403,6 +403,19 @@ func (c *Core) JobAuditPage(ctx context.Context, id uuid.UUID, limit int, cursor
 	return page, nil
 }
 
+// TargetClusters returns the configured clusters that a resend_to job of the selection may
+// send to, in configuration order: those checkTargetCluster accepts for the filter f (nil for a
+// selection of ids, whose failures may be of any cluster). A form offers these.
+func (c *Core) TargetClusters(f *redrive.Filter) []string {
+	var out []string
+	for _, name := range c.Clusters() {
+		if c.checkTargetCluster(name, f) == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // checkTargetCluster refuses a target cluster that is not configured, or that a failure of the
 // selection could reach only along a route that is not allowed: the selection's clusters are
 // those its filter names, else every configured cluster.

@@ -62,21 +62,25 @@ type TransferRecord struct {
 	// values are null and must not be imported as such.
 	PayloadHidden bool `json:"payload_hidden,omitzero"`
 	// Masked is true when masking rules changed the value or header values.
-	Masked          bool          `json:"masked,omitzero"`
-	Message         transferMsg   `json:"message"`
-	CausingMessage  string        `json:"causing_message"`
-	Attempt         int           `json:"attempt"`
-	NextAttemptAt   *time.Time    `json:"next_attempt_at"`
-	ResendFailures  int           `json:"resend_failures"`
-	LastResendError *string       `json:"last_resend_error"`
-	ResentAt        *time.Time    `json:"resent_at"`
-	ClosedReason    *string       `json:"closed_reason"`
-	ClosedBy        *string       `json:"closed_by"`
-	ClosedAt        *time.Time    `json:"closed_at"`
-	Source          transferSrc   `json:"source"`
-	Group           transferGroup `json:"group"`
-	CreatedAt       time.Time     `json:"created_at"`
-	UpdatedAt       time.Time     `json:"updated_at"`
+	Masked          bool        `json:"masked,omitzero"`
+	Message         transferMsg `json:"message"`
+	CausingMessage  string      `json:"causing_message"`
+	Attempt         int         `json:"attempt"`
+	NextAttemptAt   *time.Time  `json:"next_attempt_at"`
+	ResendFailures  int         `json:"resend_failures"`
+	LastResendError *string     `json:"last_resend_error"`
+	ResentAt        *time.Time  `json:"resent_at"`
+	ClosedReason    *string     `json:"closed_reason"`
+	ClosedBy        *string     `json:"closed_by"`
+	ClosedAt        *time.Time  `json:"closed_at"`
+	Source          transferSrc `json:"source"`
+	// Cluster is the Kafka cluster the failure was read from (its resends go there); a line
+	// without it, as exports before clusters had names wrote them, imports as
+	// redrive.DefaultCluster.
+	Cluster   string        `json:"cluster,omitempty"`
+	Group     transferGroup `json:"group"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
 }
 
 type transferHeader struct {
@@ -132,7 +136,10 @@ func (c *Core) newTransferRecord(r *store.TransferRecord, reader Reader) *Transf
 		ClosedAt: f.ClosedAt, Source: transferSrc{Format: f.SourceFormat, Topic: f.SourceTopic, Partition: f.SourcePartition},
 		Group: transferGroup{PublisherService: r.Group.PublisherService, MessageType: r.Group.MessageType,
 			ErrorCode: r.Group.ErrorCode, StackTraceHash: r.Group.StackTraceHash, Ticket: r.Group.Ticket, Note: r.Group.Note},
-		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Headers: make([]transferHeader, len(f.Headers))}
+		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt, Headers: make([]transferHeader, len(f.Headers)), Cluster: f.Cluster}
+	if out.Cluster == "" {
+		out.Cluster = redrive.DefaultCluster
+	}
 	if f.SourceOffset != nil {
 		s := strconv.FormatInt(*f.SourceOffset, 10)
 		out.Source.Offset = &s
@@ -307,6 +314,12 @@ func parseTransferRecord(b []byte) (*store.TransferRecord, error) {
 	if !sf.Valid() {
 		return nil, fmt.Errorf("source.format %q is not a source format", sf)
 	}
+	cluster := t.Cluster
+	if cluster == "" {
+		cluster = redrive.DefaultCluster
+	} else if err := redrive.ValidateClusterName(cluster); err != nil {
+		return nil, fmt.Errorf("cluster: %v", err)
+	}
 	off, err := strconv.ParseInt(t.Offset, 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("offset %q is not a decimal integer", t.Offset)
@@ -324,7 +337,8 @@ func parseTransferRecord(b []byte) (*store.TransferRecord, error) {
 		MessageTypeVersion: t.Message.TypeVersion, CausingMessage: t.CausingMessage, Attempt: t.Attempt,
 		NextAttemptAt: t.NextAttemptAt, ResendFailures: t.ResendFailures, LastResendError: t.LastResendError,
 		ResentAt: t.ResentAt, ClosedReason: t.ClosedReason, ClosedBy: t.ClosedBy, ClosedAt: t.ClosedAt,
-		SourceFormat: sf, SourceTopic: t.Source.Topic, SourcePartition: t.Source.Partition, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		SourceFormat: sf, SourceTopic: t.Source.Topic, SourcePartition: t.Source.Partition, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Cluster: cluster}
 	if t.Source.Offset != nil {
 		so, err := strconv.ParseInt(*t.Source.Offset, 10, 64)
 		if err != nil {

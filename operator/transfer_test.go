@@ -41,7 +41,7 @@ func digest(t *testing.T, pool *pgxpool.Pool) string {
 			array_to_string(f.header_names, ',', '~') || coalesce((SELECT string_agg(coalesce(encode(v, 'hex'), '~'), ',' ORDER BY o)
 				FROM unnest(f.header_values) WITH ORDINALITY AS h(v, o)), '') ||
 			coalesce(f.message_type, '~') || f.causing_message || f.attempt::text || coalesce(f.closed_reason, '~') ||
-			f.source_format || coalesce(f.source_topic, '~') || f.created_at::text || f.updated_at::text ||
+			f.source_format || coalesce(f.source_topic, '~') || f.cluster || f.created_at::text || f.updated_at::text ||
 			g.publisher_service || g.message_type || g.error_code || g.stack_trace_hash || coalesce(g.ticket, '~'),
 			'|' ORDER BY f.id)), '')
 		FROM failures f JOIN failure_groups g ON g.id = f.group_id`).Scan(&d)
@@ -154,6 +154,81 @@ func TestExportImportRoundTrip(t *testing.T) {
 	again, err := dst.Import(ctx, reopen(), false, "ada")
 	if err != nil || again.Inserted != 0 || again.Skipped != n+4 {
 		t.Errorf("second import = %+v, %v", again, err)
+	}
+}
+
+// Failures of two clusters export with their cluster and import into it; a line without a
+// cluster (an export from before clusters had names) imports into the default cluster, and a
+// line with a bad cluster name is refused naming the field.
+func TestExportImportClusters(t *testing.T) {
+	t.Parallel()
+	src, srcStore := newCore(t, nil)
+	seedTransfer(t, srcStore.Pool(), 0)
+	ctx := context.Background()
+	if _, err := srcStore.Pool().Exec(ctx, `UPDATE failures SET cluster = 'east' WHERE state IN ('CLOSED', 'RESENT')`); err != nil {
+		t.Fatal(err)
+	}
+	clusters := func(pool *pgxpool.Pool) map[string]string {
+		rows, err := pool.Query(ctx, `SELECT idempotence_id, cluster FROM failures`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for rows.Next() {
+			var id, c string
+			if err := rows.Scan(&id, &c); err != nil {
+				t.Fatal(err)
+			}
+			out[id] = c
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var file bytes.Buffer
+	if _, err := src.Export(ctx, redrive.Filter{}, admin, func(l []byte) error { _, err := file.Write(l); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(file.String(), `"cluster":"east"`); n != 2 {
+		t.Errorf("%d lines name cluster east, want 2:\n%s", n, file.String())
+	}
+	if n := strings.Count(file.String(), `"cluster":"default"`); n != 2 {
+		t.Errorf("%d lines name cluster default, want 2", n)
+	}
+	dst, dstStore := newCore(t, nil)
+	if res, err := dst.Import(ctx, bytes.NewReader(file.Bytes()), false, "ada"); err != nil || res.Inserted != 4 {
+		t.Fatalf("import = %+v, %v", res, err)
+	}
+	want := clusters(srcStore.Pool())
+	if got := clusters(dstStore.Pool()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("imported clusters %v, want %v", got, want)
+	}
+	if a, b := digest(t, srcStore.Pool()), digest(t, dstStore.Pool()); a != b {
+		t.Error("the imported failures differ from the exported ones")
+	}
+
+	// Old exports carry no cluster: their failures are the default cluster's.
+	old := strings.ReplaceAll(file.String(), `,"cluster":"east"`, "")
+	old = strings.ReplaceAll(old, `,"cluster":"default"`, "")
+	if strings.Contains(old, `"cluster"`) {
+		t.Fatal("the cluster field was not removed")
+	}
+	legacy, legacyStore := newCore(t, nil)
+	if res, err := legacy.Import(ctx, strings.NewReader(old), false, "ada"); err != nil || res.Inserted != 4 {
+		t.Fatalf("import of an export without clusters = %+v, %v", res, err)
+	}
+	for id, c := range clusters(legacyStore.Pool()) {
+		if c != redrive.DefaultCluster {
+			t.Errorf("failure %s imported into cluster %q, want %q", id, c, redrive.DefaultCluster)
+		}
+	}
+
+	bad := strings.Replace(file.String(), `"cluster":"east"`, `"cluster":"East<b>"`, 1)
+	_, err := legacy.Import(ctx, strings.NewReader(bad), true, "ada")
+	var ie *operator.InputError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Error(), "cluster") {
+		t.Errorf("import of a bad cluster name = %v, want an input error naming cluster", err)
 	}
 }
 

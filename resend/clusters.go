@@ -174,8 +174,8 @@ func (r *router) known(name string) bool { _, ok := r.pubs[name]; return ok }
 
 // send produces each item to its cluster (store.ResendItem.Cluster; "" is
 // store.DefaultCluster), the clusters at once, and returns one error per item as
-// publisher.send does.
-func (r *router) send(items []store.ResendItem) []error {
+// publisher.send does (ctx parents the spans).
+func (r *router) send(ctx context.Context, items []store.ResendItem) []error {
 	errs := make([]error, len(items))
 	if len(items) == 0 {
 		return errs
@@ -203,7 +203,7 @@ func (r *router) send(items []store.ResendItem) []error {
 			for j, i := range idx {
 				part[j] = items[i]
 			}
-			perrs := cp.send(part)
+			perrs := cp.send(ctx, part)
 			acked := 0
 			for j, i := range idx {
 				errs[i] = perrs[j]
@@ -230,7 +230,7 @@ func (r *router) send(items []store.ResendItem) []error {
 }
 
 // send sends items to the cluster unless it is down and no probe is due.
-func (cp *clusterPublisher) send(items []store.ResendItem) []error {
+func (cp *clusterPublisher) send(ctx context.Context, items []store.ResendItem) []error {
 	now := time.Now()
 	if cp.breaker && cp.downSince.Load() != 0 {
 		probe := cp.probeAt.Load()
@@ -242,7 +242,7 @@ func (cp *clusterPublisher) send(items []store.ResendItem) []error {
 			return errs
 		}
 	}
-	errs := cp.pub.send(items)
+	errs := cp.pub.send(ctx, items)
 	acked, unreported := 0, 0
 	for _, err := range errs {
 		switch {

@@ -21,7 +21,9 @@ import (
 // plus the resend headers), and waits for the acknowledgements. It returns one error per item:
 // nil when the broker acknowledged the record; an error wrapping redrive.ErrClosed when the record was
 // not sent because the Resender is shut down. It applies no rate limit: the caller has its own.
-func (r *Resender) Publish(items []store.ResendItem) []error {
+// The records' spans are children of the span of ctx (the job's batch), linked to their
+// originals' traces.
+func (r *Resender) Publish(ctx context.Context, items []store.ResendItem) []error {
 	if !r.enter() {
 		errs := make([]error, len(items))
 		for i := range errs {
@@ -31,7 +33,7 @@ func (r *Resender) Publish(items []store.ResendItem) []error {
 	}
 	defer r.inflight.Done()
 	start := time.Now()
-	errs := r.s.pub.send(items)
+	errs := r.s.pub.send(ctx, items)
 	r.s.metrics.send.Observe(time.Since(start).Seconds())
 	acked := 0
 	for _, err := range errs {

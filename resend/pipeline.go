@@ -180,7 +180,7 @@ func (s *Scheduler) sendBatch(ctx context.Context, claim store.DueClaim) (st rou
 	}
 
 	start = time.Now()
-	sendErrs := s.pub.send(send)
+	sendErrs := s.pub.send(rootContext(ctx), send)
 	s.metrics.send.Observe(time.Since(start).Seconds())
 	now := s.cfg.Now()
 	var (

@@ -139,8 +139,10 @@ func (p *publisher) renew() {
 
 // send produces one record per item and waits for every acknowledgement. It returns one error
 // per item, nil for a record the broker acknowledged. It does not give up early when a context
-// ends: a started batch finishes within the send timeout.
-func (p *publisher) send(items []store.ResendItem) []error {
+// ends: a started batch finishes within the send timeout. ctx gives the records' spans their
+// parent: the span of the API request or job batch that asked for the resend, none for the
+// scheduler's own (rootContext).
+func (p *publisher) send(ctx context.Context, items []store.ResendItem) []error {
 	errs := make([]error, len(items))
 	if len(items) == 0 {
 		return errs
@@ -181,7 +183,7 @@ func (p *publisher) send(items []store.ResendItem) []error {
 	queueDeadline := time.Now().Add(p.sendTimeout)
 	for i := range items {
 		msg := p.message(&items[i], i)
-		spans.start(i, &items[i], msg)
+		spans.start(ctx, i, &items[i], msg)
 		for {
 			err := prod.Produce(msg, reports)
 			if err == nil {

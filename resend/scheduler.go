@@ -156,7 +156,7 @@ func (s *Scheduler) deliver(ctx context.Context, owner, trigger string, claim st
 		return out, nil
 	}
 	start := time.Now()
-	sendErrs := s.pub.send(items)
+	sendErrs := s.pub.send(ctx, items)
 	if len(items) > 0 {
 		s.metrics.send.Observe(time.Since(start).Seconds())
 	}

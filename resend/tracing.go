@@ -50,11 +50,12 @@ func (t *resendTracer) batch(n int) resendSpans {
 	return resendSpans{t: t, spans: make([]trace.Span, n)}
 }
 
-// start starts item i's span, linked to the trace of the stored traceparent header of the
+// start starts item i's span as a child of the span of ctx, if any (a manual resend's API
+// request, a job's batch), linked to the trace of the stored traceparent header of the
 // original, and makes msg (the outgoing copy) carry the span's traceparent: it replaces the
 // first traceparent header among msg's headers (dropping any later one) or adds one at the
 // end. The stored headers (it.Headers) stay as they are.
-func (s *resendSpans) start(i int, it *store.ResendItem, msg *kafka.Message) {
+func (s *resendSpans) start(ctx context.Context, i int, it *store.ResendItem, msg *kafka.Message) {
 	if s.t == nil {
 		return
 	}
@@ -80,9 +81,15 @@ func (s *resendSpans) start(i int, it *store.ResendItem, msg *kafka.Message) {
 			break
 		}
 	}
-	_, span := s.t.tracer.Start(context.Background(), "resend "+it.Topic, opts...)
+	_, span := s.t.tracer.Start(ctx, "resend "+it.Topic, opts...)
 	s.spans[i] = span
 	msg.Headers = withTraceparent(msg.Headers, traceparent.Format(span.SpanContext()))
+}
+
+// rootContext returns ctx without its span: the resends sent under it start traces of their
+// own (linked to their originals), as the scheduler's automatic resends do.
+func rootContext(ctx context.Context) context.Context {
+	return trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 }
 
 // withTraceparent returns hs with value as its one traceparent header: in the place of the

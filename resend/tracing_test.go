@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive"
+
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/google/uuid"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -120,6 +122,66 @@ func TestResendSpansAndTraceparent(t *testing.T) {
 		if headerList(got) != headerList(storedAsKafka(want)) {
 			t.Errorf("stored headers of %s changed: %s", id, headerList(got))
 		}
+	}
+}
+
+// A manual resend's span is a child of the caller's span (the API request's), in its trace,
+// and still links to the original's trace; the scheduler's own resends start traces of their
+// own even when the context they run under carries a span.
+func TestResendSpanParentAndLink(t *testing.T) {
+	t.Parallel()
+	const topic = "orders"
+	e := newEnv(t, map[string]int{topic: 1})
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	s := e.scheduler(t, func(c *Config) { c.TracerProvider = tp })
+	orig, _ := traceparent.Parse([]byte(origTraceparent))
+	headers := []avro.Header{hdr(traceparent.Header, []byte(origTraceparent))}
+	spanOf := func(id uuid.UUID) sdktrace.ReadOnlySpan {
+		t.Helper()
+		for _, sp := range rec.Ended() {
+			for _, a := range sp.Attributes() {
+				if a.Key == attrFailureID && a.Value.AsString() == id.String() {
+					return sp
+				}
+			}
+		}
+		t.Fatalf("no span of failure %s", id)
+		return nil
+	}
+	linksToOriginal := func(sp sdktrace.ReadOnlySpan) bool {
+		l := sp.Links()
+		return len(l) == 1 && l[0].SpanContext.TraceID() == orig.TraceID() && l[0].SpanContext.SpanID() == orig.SpanID()
+	}
+
+	manual := e.insertFailure(t, row{Topic: topic, State: redrive.StatePermanent, Temporality: "PERMANENT", Headers: headers, Causing: "manual"})
+	ctx, request := tp.Tracer("test").Start(context.Background(), "POST /api/v1/failures/{id}/retry")
+	res, err := s.Resender().ResendIDs(ctx, []uuid.UUID{manual}, ManualRequest{Principal: "alice"})
+	request.End()
+	if err != nil || res.Items[0].Outcome != redrive.OutcomeResent {
+		t.Fatalf("ResendIDs = %+v, %v", res, err)
+	}
+	sp := spanOf(manual)
+	if sp.Parent().SpanID() != request.SpanContext().SpanID() || sp.SpanContext().TraceID() != request.SpanContext().TraceID() {
+		t.Errorf("manual resend span: parent %s in trace %s, want parent %s in trace %s", sp.Parent().SpanID(),
+			sp.SpanContext().TraceID(), request.SpanContext().SpanID(), request.SpanContext().TraceID())
+	}
+	if !linksToOriginal(sp) {
+		t.Errorf("manual resend span links %+v, want one to %s", sp.Links(), origTraceparent)
+	}
+
+	auto := e.insertFailure(t, row{Topic: topic, Headers: headers, Causing: "auto"})
+	ctx, loop := tp.Tracer("test").Start(context.Background(), "scheduler")
+	if st, err := s.round(ctx); err != nil || st.resent != 1 {
+		t.Fatalf("round: %+v, %v", st, err)
+	}
+	loop.End()
+	sp = spanOf(auto)
+	if sp.Parent().IsValid() || sp.SpanContext().TraceID() == loop.SpanContext().TraceID() {
+		t.Errorf("automatic resend span has parent %s in trace %s: want a root", sp.Parent().SpanID(), sp.SpanContext().TraceID())
+	}
+	if !linksToOriginal(sp) {
+		t.Errorf("automatic resend span links %+v, want one to %s", sp.Links(), origTraceparent)
 	}
 }
 

@@ -492,6 +492,43 @@ func deref(s *string) string {
 	return *s
 }
 
+// StateStatsByCluster is StateStats per cluster (failure_records.cluster): a cluster without
+// failures is absent; each present one has a count for every state. It joins the states with
+// the records, so it reads both tables where StateStats reads only failure_states.
+func (s *Store) StateStatsByCluster(ctx context.Context) (map[string]StateStats, error) {
+	rows, err := s.pool.Query(ctx, `SELECT r.cluster, s.state, count(*), min(s.created_at)
+		FROM failure_states s JOIN failure_records r ON r.id = s.id AND r.created_at = s.created_at
+		GROUP BY r.cluster, s.state`)
+	if err != nil {
+		return nil, fmt.Errorf("state stats by cluster: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]StateStats{}
+	for rows.Next() {
+		var cluster string
+		var state State
+		var n int64
+		var oldest time.Time
+		if err := rows.Scan(&cluster, &state, &n, &oldest); err != nil {
+			return nil, fmt.Errorf("state stats by cluster: %w", err)
+		}
+		st, ok := out[cluster]
+		if !ok {
+			st = StateStats{Counts: make(map[State]int64, len(States)), Oldest: make(map[State]time.Time, len(States))}
+			for _, state := range States {
+				st.Counts[state] = 0
+			}
+			out[cluster] = st
+		}
+		st.Counts[state] = n
+		st.Oldest[state] = oldest
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("state stats by cluster: %w", err)
+	}
+	return out, nil
+}
+
 // StateStats counts the failures by state and finds the oldest of each state.
 func (s *Store) StateStats(ctx context.Context) (StateStats, error) {
 	st := StateStats{Counts: make(map[State]int64, len(States)), Oldest: make(map[State]time.Time, len(States))}

@@ -14,7 +14,8 @@ import (
 )
 
 // TransferRecord is a failure as it moves between redrive installations (export, import):
-// every stored field, and its group's kind and operator-set fields.
+// every stored field (the cluster included: empty imports as DefaultCluster), and its group's
+// kind and operator-set fields.
 type TransferRecord struct {
 	Failure     Failure
 	StateReason *string
@@ -30,7 +31,7 @@ var transferColumns = []string{
 	"message_id", "message_idempotence_id", "message_created", "message_system", "message_service", "message_type",
 	"message_type_version", "causing_message", "attempt", "next_attempt_at", "resend_failures", "last_resend_error",
 	"resent_at", "closed_reason", "closed_by", "closed_at", "source_format", "source_topic", "source_partition",
-	"source_offset", "created_at", "updated_at", "group_id",
+	"source_offset", "created_at", "updated_at", "cluster", "group_id",
 }
 
 // ExportFailures calls fn with every failure f selects, oldest first, streaming: one row in
@@ -72,7 +73,7 @@ func (s *Store) ExportFailures(ctx context.Context, f Filter, fn func(*TransferR
 				&x.MessageService, &x.MessageType, &x.MessageTypeVersion, &x.CausingMessage, &x.Attempt, &x.NextAttemptAt,
 				&x.ResendFailures, &x.LastResendError, &x.ResentAt, &x.ClosedReason, &x.ClosedBy, &x.ClosedAt,
 				&x.SourceFormat, &x.SourceTopic, &x.SourcePartition, &x.SourceOffset, &x.CreatedAt, &x.UpdatedAt,
-				&r.Group.PublisherService, &r.Group.MessageType, &r.Group.ErrorCode, &r.Group.StackTraceHash,
+				&x.Cluster, &r.Group.PublisherService, &r.Group.MessageType, &r.Group.ErrorCode, &r.Group.StackTraceHash,
 				&r.Group.Ticket, &r.Group.Note); err != nil {
 				return fmt.Errorf("export failures: %w", err)
 			}
@@ -210,6 +211,10 @@ func importRows(ctx context.Context, tx pgx.Tx, batch []*TransferRecord) (int64,
 			names[j], values[j] = h.Name, h.Value
 		}
 		k := GroupKind{PublisherService: r.Group.PublisherService, MessageType: r.Group.MessageType, ErrorCode: r.Group.ErrorCode, StackTraceHash: r.Group.StackTraceHash}
+		cluster := x.Cluster
+		if cluster == "" {
+			cluster = DefaultCluster
+		}
 		value := x.Value
 		if x.ValueNull {
 			value = nil
@@ -222,7 +227,7 @@ func importRows(ctx context.Context, tx pgx.Tx, batch []*TransferRecord) (int64,
 			x.MessageCreated, x.MessageSystem, x.MessageService, x.MessageType, x.MessageTypeVersion, x.CausingMessage,
 			x.Attempt, x.NextAttemptAt, x.ResendFailures, x.LastResendError, x.ResentAt, x.ClosedReason, x.ClosedBy,
 			x.ClosedAt, string(x.SourceFormat), x.SourceTopic, x.SourcePartition, x.SourceOffset, x.CreatedAt, x.UpdatedAt,
-			kinds[k]}
+			cluster, kinds[k]}
 	}
 	if _, err := tx.Exec(ctx, `TRUNCATE import_failures`); err != nil {
 		return 0, fmt.Errorf("import: %w", err)
@@ -270,13 +275,13 @@ WITH fresh AS (
 		publisher_service, process_id, original_topic, original_partition, original_offset, original_key,
 		original_value, header_names, header_values, message_id, message_idempotence_id, message_created,
 		message_system, message_service, message_type, message_type_version, causing_message, attempt,
-		source_format, source_topic, source_partition, source_offset)
+		source_format, source_topic, source_partition, source_offset, cluster)
 	SELECT id, created_at, temporality, error_code, error_message, error_description,
 		sha256(convert_to(stack_trace, 'UTF8')), stack_trace_hash, event_id, idempotence_id, event_created,
 		publisher_system, publisher_service, process_id, original_topic, original_partition, original_offset,
 		original_key, original_value, header_names, header_values, message_id, message_idempotence_id,
 		message_created, message_system, message_service, message_type, message_type_version, causing_message,
-		attempt, source_format, source_topic, source_partition, source_offset
+		attempt, source_format, source_topic, source_partition, source_offset, cluster
 	FROM stored
 ), states AS (
 	INSERT INTO failure_states (id, created_at, group_id, temporality, original_topic, state, state_reason,

@@ -44,7 +44,8 @@ var transferFields = map[string]string{
 // the service and operators set (state reason, resend error, closing reason and principal, the
 // group's kind), a payload within the intake's bound on an event (avro.DefaultMaxSize), and
 // what the failures table requires of a row (a RETRY_PENDING failure has its next attempt, a
-// CLOSED one its reason, a source position is whole or absent). The group's ticket and note
+// CLOSED one its reason, a source position is whole or absent), and a cluster that is empty
+// (DefaultCluster) or a valid cluster name (ValidateClusterName). The group's ticket and note
 // are the operator core's to check (their limits are in characters).
 func ValidateTransfer(r *TransferRecord) error {
 	bad := func(field, format string, args ...any) error {
@@ -120,6 +121,11 @@ func ValidateTransfer(r *TransferRecord) error {
 	} {
 		if t.value != nil && (t.value.Before(minTime) || t.value.After(maxTime)) {
 			return bad(t.field, "%s is outside years 1 to 9999", t.value)
+		}
+	}
+	if x.Cluster != "" {
+		if err := ValidateClusterName(x.Cluster); err != nil {
+			return bad("cluster", "%v", err)
 		}
 	}
 	switch {

@@ -27,17 +27,45 @@ import (
 // paramRate is the form field of a job's rate limit, in items per second.
 const paramRate = "rate_limit"
 
-// jobForm is a posted job request: an action form with a rate limit as typed.
+// Form fields of a job's destination: a retry job with either is a resend_to job.
+const (
+	paramTargetTopic   = "target_topic"
+	paramTargetCluster = "target_cluster"
+)
+
+// jobForm is a posted job request: an action form with a rate limit as typed, and for a
+// retry the destination, "" for each failure's own topic and cluster.
 type jobForm struct {
 	actionForm
-	Rate string
+	Rate                       string
+	TargetTopic, TargetCluster string
+}
+
+// action is the core's action of the job: a retry sent to another topic or cluster is a
+// resend_to job, whose target the core checks (its topic among the repair topics, its cluster
+// configured and reachable along an allowed route from the selection's clusters).
+func (j jobForm) action() operator.Action {
+	if j.Action == operator.Retry && (j.TargetTopic != "" || j.TargetCluster != "") {
+		return operator.ResendTo
+	}
+	return j.Action
+}
+
+// request returns the core's job request of j, asked by principal at rate.
+func (j jobForm) request(principal string, rate float64, payload bool) operator.JobRequest {
+	return operator.JobRequest{Action: j.action(), Principal: principal, Reason: j.Reason, RateLimit: rate,
+		Selection: j.selection(), Payload: payload, TargetTopic: j.TargetTopic, TargetCluster: j.TargetCluster}
 }
 
 // readJobForm reads a job form. Like readActionForm it reads and does not judge, but a rate
 // that is not a number is an *operator.InputError.
 func readJobForm(r *http.Request) (jobForm, float64, error) {
 	a, err := readActionForm(r, "")
-	j := jobForm{actionForm: a, Rate: strings.TrimSpace(r.PostFormValue(paramRate))}
+	j := jobForm{actionForm: a, Rate: strings.TrimSpace(r.PostFormValue(paramRate)),
+		TargetTopic: r.PostFormValue(paramTargetTopic), TargetCluster: r.PostFormValue(paramTargetCluster)}
+	if j.Action == operator.ResendTo {
+		j.Action = operator.Retry // the form's own action; the destination makes it a resend_to
+	}
 	if err != nil {
 		return j, 0, err
 	}
@@ -59,7 +87,14 @@ type jobPreviewPage struct {
 	FilterLink string
 	// DefaultRate and MaxRate bound the rate field.
 	DefaultRate, MaxRate int
-	Error                string
+	// Topics are the topics a retry job may send to instead of each failure's own (the repair
+	// topics); Clusters the Kafka clusters it may send to, those the core allows for the
+	// selection (TargetClusters), offered when the deployment has several. Destination says
+	// whether the form asks for them (a retry job has repair topics to go to).
+	Topics, Clusters []string
+	MultiCluster     bool
+	Destination      bool
+	Error            string
 	// Preview is the pinned job once previewed, with the Token that starts it (shown once).
 	Preview *redrive.Job
 	Token   string
@@ -67,6 +102,20 @@ type jobPreviewPage struct {
 
 func (h *handler) newJobPreviewPage(j jobForm) jobPreviewPage {
 	p := jobPreviewPage{J: j, DefaultRate: operator.DefaultJobRate, MaxRate: operator.MaxJobRate}
+	if j.Action == operator.Retry {
+		p.Topics = h.core.RepairTopics()
+		all := h.core.Clusters()
+		p.MultiCluster = len(all) > 1
+		if p.MultiCluster {
+			var f *redrive.Filter
+			if j.All {
+				f = &j.Filter
+			}
+			p.Clusters = h.core.TargetClusters(f)
+		}
+		// A resend_to job names its topic: without repair topics there is no destination to offer.
+		p.Destination = len(p.Topics) > 0
+	}
 	if p.J.Rate == "" {
 		p.J.Rate = strconv.Itoa(operator.DefaultJobRate)
 	}
@@ -81,6 +130,9 @@ func (h *handler) newJobPreviewPage(j jobForm) jobPreviewPage {
 func jobTitle(a operator.Action) string {
 	if a == operator.Close {
 		return "Close as a job"
+	}
+	if a == operator.ResendTo {
+		return "Resend as a job"
 	}
 	return "Retry as a job"
 }
@@ -99,7 +151,7 @@ func (h *handler) postJobNew(w http.ResponseWriter, r *http.Request) {
 	if ie != nil {
 		p.Error, status = ie.Error(), http.StatusBadRequest
 	}
-	h.render(w, r, status, "jobpreview", jobTitle(j.Action), p)
+	h.render(w, r, status, "jobpreview", jobTitle(j.action()), p)
 }
 
 // postJobPreview pins the selection in a job (the core's preview) and shows the pinned count
@@ -109,15 +161,14 @@ func (h *handler) postJobPreview(w http.ResponseWriter, r *http.Request) {
 	j, rate, err := readJobForm(r)
 	var prev *operator.JobPreview
 	if err == nil {
-		prev, err = h.core.PreviewJob(r.Context(), operator.JobRequest{Action: j.Action, Principal: sessionFrom(r.Context()).principal.Name,
-			Reason: j.Reason, RateLimit: rate, Selection: j.selection(), Payload: reader(r).Payload})
+		prev, err = h.core.PreviewJob(r.Context(), j.request(sessionFrom(r.Context()).principal.Name, rate, reader(r).Payload))
 	}
 	p := h.newJobPreviewPage(j)
 	var ie *operator.InputError
 	switch {
 	case errors.As(err, &ie):
 		p.Error = ie.Error()
-		h.render(w, r, ie.Status(), "jobpreview", jobTitle(j.Action), p)
+		h.render(w, r, ie.Status(), "jobpreview", jobTitle(j.action()), p)
 		return
 	case err != nil:
 		h.refused(w, r, err)
@@ -125,7 +176,7 @@ func (h *handler) postJobPreview(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Preview, p.Token = prev.Job, prev.Token
 	h.cfg.Logger.Info("web: job preview", "principal", prev.Job.Principal, "job", prev.Job.ID, "action", prev.Job.Action, "total", prev.Job.Total)
-	h.render(w, r, http.StatusOK, "jobpreview", jobTitle(j.Action), p)
+	h.render(w, r, http.StatusOK, "jobpreview", jobTitle(j.action()), p)
 }
 
 // jobID reads the job id of the address; false (after a 404 page) when it is not one.
@@ -187,6 +238,14 @@ func (h *handler) changeJob(w http.ResponseWriter, r *http.Request, op string) {
 	http.Redirect(w, r, "/jobs/"+j.ID.String(), http.StatusSeeOther)
 }
 
+// deref returns *s, "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // jobsPage is the data of the job list.
 type jobsPage struct {
 	Jobs  []jobRow
@@ -197,6 +256,9 @@ type jobsPage struct {
 type jobRow struct {
 	operator.JobView
 	Acted int64
+	// Target is where a resend_to job sends: its topic, and its cluster when it names one
+	// ("topic @ cluster").
+	Target string
 }
 
 func (h *handler) getJobs(w http.ResponseWriter, r *http.Request) {
@@ -208,7 +270,11 @@ func (h *handler) getJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	p := jobsPage{}
 	for _, j := range page.Items {
-		p.Jobs = append(p.Jobs, jobRow{JobView: j, Acted: j.Done + j.Skipped + j.Failed})
+		row := jobRow{JobView: j, Acted: j.Done + j.Skipped + j.Failed, Target: deref(j.TargetTopic)}
+		if c := deref(j.TargetCluster); c != "" {
+			row.Target += " @ " + c
+		}
+		p.Jobs = append(p.Jobs, row)
 	}
 	p.Pager = forwardPager("/jobs", cursor, page.Next)
 	h.render(w, r, http.StatusOK, "jobs", "Jobs", p)
@@ -239,6 +305,8 @@ type jobPage struct {
 	// progress now, for the page's first rendering.
 	Progress string
 	P        progressJSON
+	// TargetTopic and TargetCluster are where a resend_to job sends, "" for each failure's own.
+	TargetTopic, TargetCluster string
 }
 
 // outcomeLink is one filter of a job's items.
@@ -287,6 +355,7 @@ func (h *handler) getJob(w http.ResponseWriter, r *http.Request) {
 			p.ItemAudit++
 		}
 	}
+	p.TargetTopic, p.TargetCluster = deref(j.TargetTopic), deref(j.TargetCluster)
 	p.Selection, p.FilterLink = describeSelection(j.Selection)
 	if j.SelectionHidden { // hidden terms cannot be searched again
 		p.FilterLink = ""

@@ -10,6 +10,9 @@ import (
 	"github.com/redrive/redrive"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+
+	"github.com/redrive/redrive/operator"
 )
 
 // TestBrowserJob starts a job from the failure list in headless Chromium, lands on the job's
@@ -129,4 +132,62 @@ func TestBrowserReactivation(t *testing.T) {
 	}
 	do(t, ctx, chromedp.Navigate(base+"/dead-letters"), chromedp.WaitVisible(chromedp.ID("runs")))
 	screenshot(t, ctx, "dead-letters.png")
+}
+
+// TestBrowserJobTargetCluster retries the failures of a filter as a job sent to another
+// cluster in headless Chromium: the form offers the clusters the routes allow, the preview
+// pins the job with its topic and cluster, and the job's page shows them.
+func TestBrowserJobTargetCluster(t *testing.T) {
+	startBrowser(t)
+	f := newJobsFixtureWith(t, fixtureOptions{resend: true, core: func(c *operator.Config) {
+		c.Clusters = []string{"default", "east"}
+		c.CrossCluster = func(from, to string) bool { return from == "default" && to == "east" }
+		c.RepairTopics = []string{"shipments-replay"}
+	}}, nil)
+	base := f.srv.URL
+	ctx := tab(t)
+	login(t, ctx, base, operatorToken)
+
+	do(t, ctx, chromedp.Navigate(base+"/failures?topic=shipments&cluster=default"), chromedp.WaitVisible(chromedp.ID("scope-all")),
+		chromedp.Click(chromedp.ID("scope-all")))
+	waitUntil(t, ctx, "the job button to be enabled", `!document.getElementById("job-retry").disabled`)
+	clickAndWait(t, ctx, "#job-retry")
+	if got := text(t, ctx, "h1"); got != "Retry as a job" {
+		t.Fatalf("job form titled %q", got)
+	}
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#target-cluster option")].map(o => o.value).join(",")`); got != ",default,east" {
+		t.Fatalf("target clusters offered %q, want \",default,east\"", got)
+	}
+	do(t, ctx, chromedp.SetValue(chromedp.ID("target-topic"), "shipments-replay"),
+		chromedp.SetValue(chromedp.ID("target-cluster"), "east"))
+	clickAndWait(t, ctx, "#preview-job")
+	if got := text(t, ctx, "h1"); got != "Resend as a job" {
+		t.Fatalf("preview titled %q", got)
+	}
+	if got := text(t, ctx, "#pinned-cluster"); got != "east" {
+		t.Fatalf("pinned cluster %q, want east", got)
+	}
+	if got := text(t, ctx, "#pinned-count"); got != "1" {
+		t.Fatalf("pinned %s failures, want 1", got)
+	}
+	clickAndWait(t, ctx, "#start-job")
+	loc := run(t, ctx, chromedp.Location())
+	m := regexp.MustCompile(`/jobs/([0-9a-f-]{36})$`).FindStringSubmatch(loc)
+	if m == nil {
+		t.Fatalf("after the start at %s, want the job's page", loc)
+	}
+	if got := text(t, ctx, "#job-target-cluster"); got != "east" {
+		t.Errorf("the job page's cluster %q, want east", got)
+	}
+	if got := text(t, ctx, "#job-target-topic"); got != "shipments-replay" {
+		t.Errorf("the job page's topic %q", got)
+	}
+	j, err := f.core.Job(context.Background(), uuid.MustParse(m[1]), operator.Reader{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.TargetCluster == nil || *j.TargetCluster != "east" || j.State != redrive.JobRunning {
+		t.Errorf("started job %s to cluster %v", j.State, j.TargetCluster)
+	}
+	screenshot(t, ctx, "job-target-cluster.png")
 }

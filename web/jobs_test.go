@@ -52,6 +52,9 @@ func newJobsFixtureWith(t *testing.T, opts fixtureOptions, now func() time.Time)
 		f.resender = startResender(t, f.store, f.kafka)
 		cfg.Resender = f.resender
 	}
+	if opts.core != nil {
+		opts.core(&cfg)
+	}
 	core, err := operator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -592,4 +595,97 @@ func TestJobPreviewExpired(t *testing.T) {
 	jobPageHas(t, "the list", body, `PREVIEW</span> <span class="note">expired</span>`)
 	_, body = op.do("GET", "/jobs/"+id.String(), nil)
 	jobPageHas(t, "the preview's page", body, "and the preview expired at")
+}
+
+// On a deployment of several clusters the retry job form offers a destination: the repair
+// topics, and the clusters the core allows for the selection (its own, or along a
+// cross_cluster route from every cluster the selection may hold). A retry sent elsewhere is a
+// resend_to job that names its topic and cluster on its preview, its page and the list; a
+// cluster the routes do not allow is refused with the core's reason, naming the field.
+func TestJobFormTargetCluster(t *testing.T) {
+	t.Parallel()
+	routes := map[[2]string]bool{{"default", "east"}: true, {"west", "east"}: true}
+	f := newJobsFixtureWith(t, fixtureOptions{resend: true, core: func(c *operator.Config) {
+		c.Clusters = []string{"default", "east", "west"}
+		c.CrossCluster = func(from, to string) bool { return routes[[2]string{from, to}] }
+		c.RepairTopics = []string{"shipments-replay"}
+	}}, nil)
+	op := f.client()
+	op.login(operatorToken)
+	tok := op.csrf("/failures")
+	options := regexp.MustCompile(`(?s)<select id="target-cluster" name="target_cluster">(.*?)</select>`)
+	offered := func(body string) []string {
+		t.Helper()
+		m := options.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("the job form offers no target cluster:\n%s", body)
+		}
+		var out []string
+		for _, v := range regexp.MustCompile(`<option value="([^"]*)"`).FindAllStringSubmatch(m[1], -1) {
+			out = append(out, v[1])
+		}
+		return out
+	}
+	form := func(extra ...string) url.Values {
+		v := url.Values{"csrf": {tok}, "action": {"retry"}, "scope": {"all"}, "topic": {"shipments"}}
+		for i := 0; i+1 < len(extra); i += 2 {
+			v.Add(extra[i], extra[i+1])
+		}
+		return v
+	}
+
+	// Failures of any cluster: only east is reachable from all three.
+	resp, body := op.do("POST", "/jobs/new", form())
+	if resp.StatusCode != 200 {
+		t.Fatalf("job form: %d %s", resp.StatusCode, body)
+	}
+	if got := strings.Join(offered(body), ","); got != ",east" {
+		t.Errorf("target clusters offered for every cluster %q, want \",east\"", got)
+	}
+	jobPageHas(t, "the job form", body, `<select id="target-topic" name="target_topic">`, `<option value="shipments-replay">`)
+	// The default cluster's failures: their own cluster and east.
+	if _, body = op.do("POST", "/jobs/new", form("cluster", "default")); strings.Join(offered(body), ",") != ",default,east" {
+		t.Errorf("target clusters offered for cluster default %q", offered(body))
+	}
+
+	id, _, body := op.preview(form("target_topic", "shipments-replay", "target_cluster", "east"))
+	jobPageHas(t, "the resend preview", body, "<h1>Resend as a job</h1>", `resends exactly these to topic <code id="pinned-topic">shipments-replay</code>`,
+		`on cluster <span class="badge cluster" id="pinned-cluster">east</span>`, `<option value="east" selected>`)
+	j, err := f.core.Job(context.Background(), id, operator.Reader{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Action != string(operator.ResendTo) || j.TargetTopic == nil || *j.TargetTopic != "shipments-replay" || j.TargetCluster == nil || *j.TargetCluster != "east" {
+		t.Fatalf("previewed job %s to %v @ %v", j.Action, j.TargetTopic, j.TargetCluster)
+	}
+	_, body = op.do("GET", "/jobs/"+id.String(), nil)
+	jobPageHas(t, "the job page", body, "Resend job", `<dd id="job-target-topic"><code>shipments-replay</code></dd>`,
+		`<dd id="job-target-cluster"><span class="badge cluster">east</span></dd>`)
+	_, body = op.do("GET", "/jobs", nil)
+	jobPageHas(t, "the job list", body, `resend_to <span class="note job-target">→ shipments-replay @ east</span>`)
+
+	// Refusals come back to the form with the core's reason and the field.
+	for _, c := range []struct{ topic, cluster, want string }{
+		{"shipments-replay", "west", `target_cluster: resends from cluster &#34;default&#34; to cluster &#34;west&#34; are not allowed`},
+		{"shipments-replay", "<b>x</b>", `target_cluster: &#34;&lt;b&gt;x&lt;/b&gt;&#34; is not a configured cluster`},
+		{"", "east", "target_topic: required to resend to another topic"},
+		{"<script>", "", `target_topic: &#34;&lt;script&gt;&#34; is not among the topics`},
+	} {
+		resp, body := op.do("POST", "/jobs/preview", form("target_topic", c.topic, "target_cluster", c.cluster))
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, c.want) {
+			t.Errorf("preview to %q @ %q: %d, want 400 with %s:\n%s", c.topic, c.cluster, resp.StatusCode, c.want, body)
+		}
+		if strings.Contains(body, "<b>x</b>") || strings.Contains(body, "<script>\"") {
+			t.Errorf("preview to %q @ %q renders the input unescaped", c.topic, c.cluster)
+		}
+	}
+
+	// A single-cluster deployment asks for no cluster.
+	g := newJobsFixtureWith(t, fixtureOptions{resend: true, core: func(c *operator.Config) { c.RepairTopics = []string{"shipments-replay"} }}, nil)
+	op = g.client()
+	op.login(operatorToken)
+	tok = op.csrf("/failures")
+	if _, body = op.do("POST", "/jobs/new", form()); strings.Contains(body, "target-cluster") || !strings.Contains(body, "target-topic") {
+		t.Errorf("the single-cluster job form:\n%s", body)
+	}
 }

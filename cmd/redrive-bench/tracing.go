@@ -47,9 +47,10 @@ func (*countingExporter) Shutdown(context.Context) error { return nil }
 
 // benchTracing measures the intake and the resend with tracing off and on (every span sampled,
 // exported through the batch span processor to an exporter that drops them), side by side in
-// each run, alternating which goes first: records/s of each and the ratio on/off. Measure one
-// phase per process (-phases): after the intake phase, the resend in the same process failed
-// two thirds of its sends, on both sides alike (docs/benchmarks.md).
+// each run, alternating which goes first: records/s of each and the ratio on/off. Each
+// measurement starts from empty failure tables: the intake phase leaves behind the failures it
+// stored (two thirds of them RETRY_PENDING, their originals on a topic the resend's cluster does
+// not have), which the resend's clock, an hour ahead, would find due and fail to send.
 func benchTracing(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("tracing", flag.ContinueOnError)
 	var (
@@ -135,8 +136,11 @@ func benchTracing(ctx context.Context, args []string) error {
 					tr = telemetry.NewWithExporter(exp)
 					resendTracerProvider = tr.TracerProvider()
 				}
-				// A fresh cluster per measurement, as for the intake: a kfake cluster left idle
-				// through the other phase's measurements fails sends when it is used again.
+				// Empty tables: only this measurement's failures are due (not the intake
+				// phase's, whose topic "orders" this cluster lacks), and a fresh cluster.
+				if err := intakeResetTables(ctx, pool); err != nil {
+					return err
+				}
 				cluster, bootstrap, err := startCluster(map[string]int{"bench-resend": *partitions})
 				if err != nil {
 					return err

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.yaml.in/yaml/v3"
@@ -108,7 +109,7 @@ func parseClustersFile(b []byte, getenv func(string) string, def clusterDefaults
 		if errors.Is(err, io.EOF) {
 			return nil, nil, errors.New("clusters: the file is empty; want a list of clusters")
 		}
-		return nil, nil, fmt.Errorf("not a clusters document: %w", err)
+		return nil, nil, fmt.Errorf("not a clusters document: %w", shortYAMLError(err))
 	}
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -119,7 +120,7 @@ func parseClustersFile(b []byte, getenv func(string) string, def clusterDefaults
 			name := envRefRE.FindStringSubmatch(ref)[1]
 			val := getenv(name)
 			if val == "" {
-				bad(field, "refers to ${%s}, which is not set", name)
+				bad(field, "refers to ${%s}, which is not set", clipName(name))
 			}
 			return val
 		})
@@ -128,7 +129,11 @@ func parseClustersFile(b []byte, getenv func(string) string, def clusterDefaults
 		bad("clusters", "is empty; want at least one cluster")
 	}
 	if len(doc.Clusters) > maxClusters {
-		bad("clusters", "has %d entries, at most %d", len(doc.Clusters), maxClusters)
+		// The entries are not checked one by one: the one error says what to change.
+		return nil, nil, fmt.Errorf("clusters: has %d entries, at most %d", len(doc.Clusters), maxClusters)
+	}
+	if len(doc.CrossCluster) > maxRoutes {
+		return nil, nil, fmt.Errorf("cross_cluster: has %d entries, at most %d", len(doc.CrossCluster), maxRoutes)
 	}
 	var out []clusterConfig
 	for i, e := range doc.Clusters {
@@ -205,7 +210,7 @@ func parseClustersFile(b []byte, getenv func(string) string, def clusterDefaults
 			continue
 		}
 		if prev, ok := names[c.Name]; ok {
-			bad(c.origin+".name", "%q is the name of %s too", c.Name, prev)
+			bad(c.origin+".name", "%q is the name of %s too", clipName(c.Name), prev)
 		}
 		names[c.Name] = c.origin
 	}
@@ -218,13 +223,67 @@ func parseClustersFile(b []byte, getenv func(string) string, def clusterDefaults
 			continue
 		}
 		if r.From == r.To {
-			bad(at, "goes from %q to itself: a failure is resent to its own cluster anyway", r.From)
+			bad(at, "goes from %q to itself: a failure is resent to its own cluster anyway", clipName(r.From))
 			continue
 		}
 		routes = append(routes, r)
 	}
+	if len(errs) > maxFileErrors {
+		errs = append(errs[:maxFileErrors], fmt.Errorf("… and %d more errors", len(errs)-maxFileErrors))
+	}
 	return out, routes, errors.Join(errs...)
 }
+
+// shortYAMLError returns err with at most maxFileErrors of the decoder's errors (a document
+// can repeat one mistake many times), each line within 512 bytes.
+func shortYAMLError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		msg := err.Error()
+		if len(msg) <= 512 {
+			return err
+		}
+		return errors.New(clipText(msg, 512))
+	}
+	lines := te.Errors
+	more := 0
+	if len(lines) > maxFileErrors {
+		lines, more = lines[:maxFileErrors], len(lines)-maxFileErrors
+	}
+	var b strings.Builder
+	b.WriteString("yaml: unmarshal errors:")
+	for _, l := range lines {
+		b.WriteString("\n  " + clipText(l, 512))
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, "\n  … and %d more", more)
+	}
+	return errors.New(b.String())
+}
+
+// clipText returns s cut to limit bytes (at a character's start) with an ellipsis when
+// longer.
+func clipText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// maxRoutes bounds the cross_cluster routes: one per ordered pair of clusters.
+const maxRoutes = maxClusters * (maxClusters - 1)
+
+// maxFileErrors bounds the errors a clusters file reports at once: the first ones, then how
+// many more there are.
+const maxFileErrors = 20
+
+// clipName returns name, cut to 64 bytes with an ellipsis when longer: a name echoed in an
+// error stays readable whatever the file holds.
+func clipName(name string) string { return clipText(name, 64) }
 
 // ownedKafkaSettings are the librdkafka settings that redrive sets itself.
 var ownedKafkaSettings = map[string]bool{"bootstrap.servers": true, "group.id": true, "enable.auto.commit": true,
@@ -238,7 +297,7 @@ func (c *clusterConfig) validateTopics(errorTopicField, sourcesField, dltField s
 		errs = append(errs, fmt.Errorf("%s: is required (or give %s)", errorTopicField, sourcesField))
 	}
 	if c.ErrorTopic != "" && c.ErrorTopic == c.DLTTopic {
-		errs = append(errs, fmt.Errorf("%s: is the error topic %q: a bad record would loop forever; use a topic of its own", dltField, c.ErrorTopic))
+		errs = append(errs, fmt.Errorf("%s: is the error topic %q: a bad record would loop forever; use a topic of its own", dltField, clipName(c.ErrorTopic)))
 	}
 	seen := map[string]string{}
 	if c.ErrorTopic != "" {
@@ -246,11 +305,11 @@ func (c *clusterConfig) validateTopics(errorTopicField, sourcesField, dltField s
 	}
 	for _, src := range c.Sources {
 		if prev, ok := seen[src.Topic]; ok {
-			errs = append(errs, fmt.Errorf("%s: entry %q reads topic %q, which %s reads already", sourcesField, src.String(), src.Topic, prev))
+			errs = append(errs, fmt.Errorf("%s: entry %q reads topic %q, which %s reads already", sourcesField, clipName(src.String()), clipName(src.Topic), clipName(prev)))
 		}
 		seen[src.Topic] = src.String()
 		if src.Topic == c.DLTTopic {
-			errs = append(errs, fmt.Errorf("%s: entry %q reads the dead-letter topic %q (%s): a bad record would loop forever", sourcesField, src.String(), c.DLTTopic, dltField))
+			errs = append(errs, fmt.Errorf("%s: entry %q reads the dead-letter topic %q (%s): a bad record would loop forever", sourcesField, clipName(src.String()), clipName(c.DLTTopic), dltField))
 		}
 	}
 	return errs
@@ -266,7 +325,7 @@ func validateRoutes(routes []resend.Route, clusters []clusterConfig) []error {
 	for i, r := range routes {
 		for _, n := range []string{r.From, r.To} {
 			if !names[n] {
-				errs = append(errs, fmt.Errorf("cross_cluster[%d]: cluster %q is not configured", i, n))
+				errs = append(errs, fmt.Errorf("cross_cluster[%d]: cluster %q is not configured", i, clipName(n)))
 			}
 		}
 	}

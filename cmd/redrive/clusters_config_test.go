@@ -211,6 +211,8 @@ func FuzzClustersFile(f *testing.F) {
 	f.Add([]byte(clustersYAML))
 	f.Add([]byte(`{"clusters": [{"name": "a", "bootstrap": "k", "error_topic": "e", "dlt_topic": "d"}]}`))
 	f.Add([]byte("clusters:\n  - name: a\n    kafka_config: {x: [1, 2]}"))
+	f.Add([]byte("clusters: [" + strings.Repeat("{},", 2*maxClusters) + "]"))
+	f.Add([]byte("clusters:\n- name: a\n  bootstrap: ${" + strings.Repeat("A", 500) + "}\n  dlt_topic: d\n"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		cs, _, err := parseClustersFile(doc, envMap(map[string]string{"EU_KAFKA_PASSWORD": "p", "EU_REGISTRY_PASSWORD": "q"}), clusterDefaults{GroupID: "g"})
 		if err == nil {
@@ -219,6 +221,50 @@ func FuzzClustersFile(f *testing.F) {
 					t.Fatalf("accepted %+v", c)
 				}
 			}
+			return
 		}
+		checkClustersFileError(t, err)
 	})
+}
+
+// checkClustersFileError fails t unless err reads well: each line names the field at fault
+// (or says the document is not one), and the whole stays short whatever the file holds.
+func checkClustersFileError(t *testing.T, err error) {
+	t.Helper()
+	msg := err.Error()
+	if len(msg) > 16<<10 {
+		t.Fatalf("error of %d bytes: %.200s…", len(msg), msg)
+	}
+	if strings.HasPrefix(msg, "not a clusters document: ") {
+		return
+	}
+	for _, line := range strings.Split(msg, "\n") {
+		if !strings.HasPrefix(line, "clusters") && !strings.HasPrefix(line, "cross_cluster") && !strings.HasPrefix(line, "… and ") {
+			t.Fatalf("error line %q names no field (in %q)", line, msg)
+		}
+	}
+}
+
+// A file of many clusters gets one error saying how many it may have, not one per entry, and
+// a long name is clipped where an error repeats it.
+func TestClustersFileErrorsStayShort(t *testing.T) {
+	for _, doc := range []string{
+		"clusters: [" + strings.Repeat("{},", 100000) + "]",
+		"clusters:\n- {name: a, dlt_topic: d, error_topic: e}\ncross_cluster: [" + strings.Repeat("{from: a, to: b},", 5000) + "]",
+		"clusters: [" + strings.Repeat("{name: x},", maxClusters) + "]",
+		"clusters:\n- name: a\n  bootstrap: ${" + strings.Repeat("A", 100000) + "}\n  dlt_topic: d\n  error_topic: e\n",
+	} {
+		_, _, err := parseClustersFile([]byte(doc), envMap(nil), clusterDefaults{GroupID: "g"})
+		if err == nil {
+			t.Fatalf("accepted %.80s…", doc)
+		}
+		checkClustersFileError(t, err)
+		if len(err.Error()) > 4<<10 {
+			t.Errorf("error of %d bytes for %.40s…: %.300s", len(err.Error()), doc, err)
+		}
+	}
+	_, _, err := parseClustersFile([]byte("clusters: ["+strings.Repeat("{},", 100)+"]"), envMap(nil), clusterDefaults{GroupID: "g"})
+	if err == nil || err.Error() != "clusters: has 100 entries, at most 64" {
+		t.Errorf("too many clusters: %v", err)
+	}
 }

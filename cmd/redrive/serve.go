@@ -173,8 +173,13 @@ func (s *service) build(ctx context.Context) error {
 		)
 		s.intakes = append(s.intakes, in)
 	}
+	var clusterNames []string
+	for _, cl := range s.cfg.clusters() {
+		clusterNames = append(clusterNames, cl.Name)
+	}
 	states, err := intake.NewStateMetrics(intake.StateMetricsConfig{
 		Store: st, Interval: s.cfg.StateMetricsInterval, Logger: s.log, Registerer: s.registry,
+		Clusters: clusterNames,
 	})
 	if err != nil {
 		return fmt.Errorf("state metrics: %w", err)

@@ -211,8 +211,9 @@ func TestServe(t *testing.T) {
 		`redrive_intake_failures_ingested_total{cluster="default",service="billing",temporality="TEMPORARY",topic="orders"} 1`,
 		`redrive_intake_duplicates_total{cluster="default"} 1`,
 		`redrive_intake_dead_lettered_total{check="unknown first byte",cluster="default"} 1`,
-		`redrive_failures{state="RETRY_PENDING"} 1`,
-		`redrive_failures_oldest_age_seconds{state="RETRY_PENDING"}`,
+		`redrive_failures{cluster="default",state="RETRY_PENDING"} 1`,
+		`redrive_failures{cluster="_other",state="RETRY_PENDING"} 0`,
+		`redrive_failures_oldest_age_seconds{cluster="default",state="RETRY_PENDING"}`,
 		`redrive_intake_batch_duration_seconds_bucket`,
 		`process_resident_memory_bytes`,
 	} {
