@@ -493,9 +493,25 @@ func deref(s *string) string {
 }
 
 // StateStatsByCluster is StateStats per cluster (failure_records.cluster): a cluster without
-// failures is absent; each present one has a count for every state. It joins the states with
-// the records, so it reads both tables where StateStats reads only failure_states.
+// failures is absent; each present one has a count for every state. It first lists the
+// clusters that have failures (a skip scan of the records' cluster index, a few probes per
+// partition); when there is one, it counts the states alone, as StateStats does, and joins
+// the states with the records only when failures of several clusters are stored.
 func (s *Store) StateStatsByCluster(ctx context.Context) (map[string]StateStats, error) {
+	clusters, err := s.storedClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch len(clusters) {
+	case 0:
+		return map[string]StateStats{}, nil
+	case 1:
+		st, err := s.StateStats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]StateStats{clusters[0]: st}, nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT r.cluster, s.state, count(*), min(s.created_at)
 		FROM failure_states s JOIN failure_records r ON r.id = s.id AND r.created_at = s.created_at
 		GROUP BY r.cluster, s.state`)
@@ -527,6 +543,25 @@ func (s *Store) StateStatsByCluster(ctx context.Context) (map[string]StateStats,
 		return nil, fmt.Errorf("state stats by cluster: %w", err)
 	}
 	return out, nil
+}
+
+// storedClusters lists the distinct clusters of the stored failures, walking the records'
+// (cluster, created_at, id) index from one cluster to the next instead of reading every entry.
+func (s *Store) storedClusters(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `WITH RECURSIVE c(cluster) AS (
+			SELECT min(cluster) FROM failure_records
+			UNION ALL
+			SELECT (SELECT min(r.cluster) FROM failure_records r WHERE r.cluster > c.cluster)
+			FROM c WHERE c.cluster IS NOT NULL)
+		SELECT cluster FROM c WHERE cluster IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("stored clusters: %w", err)
+	}
+	clusters, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("stored clusters: %w", err)
+	}
+	return clusters, nil
 }
 
 // StateStats counts the failures by state and finds the oldest of each state.

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/redrive/redrive"
 	"github.com/redrive/redrive/avro"
 	"github.com/redrive/redrive/internal/testkit"
 	"github.com/redrive/redrive/store"
@@ -582,4 +583,57 @@ func BenchmarkIngest(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func TestStateStatsByCluster(t *testing.T) {
+	t.Parallel()
+	s, _ := newIntakeStore(t)
+	ctx := context.Background()
+	byCluster, err := s.StateStatsByCluster(ctx)
+	if err != nil || len(byCluster) != 0 {
+		t.Fatalf("empty store: %v, %v", byCluster, err)
+	}
+	// One cluster: the count of the states alone, under that cluster's name.
+	ingest(t, s, incoming(t, intakeEvent("t1", avro.Temporary)), incoming(t, intakeEvent("p1", avro.Permanent)))
+	byCluster, err = s.StateStatsByCluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byCluster) != 1 || byCluster[redrive.DefaultCluster].Counts[store.StateRetryPending] != 1 ||
+		byCluster[redrive.DefaultCluster].Counts[store.StatePermanent] != 1 || byCluster[redrive.DefaultCluster].Counts[store.StateClosed] != 0 {
+		t.Fatalf("one cluster: %+v", byCluster)
+	}
+	// Several: each cluster its own counts, together the counts of StateStats.
+	for i, cluster := range []string{"east", "west", "west"} {
+		in := incoming(t, intakeEvent(fmt.Sprintf("c%d", i), avro.Permanent))
+		in.Event.References.Message.Offset = int64(100 + i)
+		in.Source = store.Source{Cluster: cluster}
+		ingest(t, s, in)
+	}
+	byCluster, err = s.StateStatsByCluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{redrive.DefaultCluster: 1, "east": 1, "west": 2}
+	if len(byCluster) != 3 {
+		t.Fatalf("several clusters: %+v", byCluster)
+	}
+	for cluster, n := range want {
+		if got := byCluster[cluster].Counts[store.StatePermanent]; got != n {
+			t.Errorf("%s PERMANENT = %d, want %d", cluster, got, n)
+		}
+	}
+	all, err := s.StateStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, state := range store.States {
+		var sum int64
+		for _, st := range byCluster {
+			sum += st.Counts[state]
+		}
+		if sum != all.Counts[state] {
+			t.Errorf("%s: %d over the clusters, %d in all", state, sum, all.Counts[state])
+		}
+	}
 }
