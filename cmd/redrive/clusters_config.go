@@ -9,12 +9,12 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/redrive/redrive/intake"
+	"github.com/redrive/redrive/internal/clip"
 	"github.com/redrive/redrive/resend"
 	"github.com/redrive/redrive/store"
 )
@@ -243,7 +243,7 @@ func shortYAMLError(err error) error {
 		if len(msg) <= 512 {
 			return err
 		}
-		return errors.New(clipText(msg, 512))
+		return errors.New(clip.Text(msg, 512))
 	}
 	lines := te.Errors
 	more := 0
@@ -253,25 +253,12 @@ func shortYAMLError(err error) error {
 	var b strings.Builder
 	b.WriteString("yaml: unmarshal errors:")
 	for _, l := range lines {
-		b.WriteString("\n  " + clipText(l, 512))
+		b.WriteString("\n  " + clip.Text(l, 512))
 	}
 	if more > 0 {
 		fmt.Fprintf(&b, "\n  … and %d more", more)
 	}
 	return errors.New(b.String())
-}
-
-// clipText returns s cut to limit bytes (at a character's start) with an ellipsis when
-// longer.
-func clipText(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // maxRoutes bounds the cross_cluster routes: one per ordered pair of clusters.
@@ -283,7 +270,7 @@ const maxFileErrors = 20
 
 // clipName returns name, cut to 64 bytes with an ellipsis when longer: a name echoed in an
 // error stays readable whatever the file holds.
-func clipName(name string) string { return clipText(name, 64) }
+func clipName(name string) string { return clip.Text(name, 64) }
 
 // ownedKafkaSettings are the librdkafka settings that redrive sets itself.
 var ownedKafkaSettings = map[string]bool{"bootstrap.servers": true, "group.id": true, "enable.auto.commit": true,
