@@ -61,14 +61,20 @@
       var clear = document.getElementById('clear-filter');
       if (clear) { clear.addEventListener('click', function () { store.removeItem(key); }); }
     }
-    // Leave empty fields out of the address, so that shared links stay short.
+    // Leave empty fields out of the address, so that shared links stay short. Only the
+    // fields disabled here are enabled again when the page shows (back from the history):
+    // those the page was served with disabled (the payload criteria of a principal without
+    // the payload permission) stay disabled.
     filterForm.addEventListener('submit', function () {
       filterForm.querySelectorAll('input').forEach(function (i) {
-        if (i.type !== 'checkbox' && i.value === '') { i.disabled = true; }
+        if (i.type !== 'checkbox' && i.value === '' && !i.disabled) { i.disabled = true; i.dataset.emptyOnSubmit = 'true'; }
       });
     });
     window.addEventListener('pageshow', function () {
-      filterForm.querySelectorAll('input').forEach(function (i) { i.disabled = false; });
+      filterForm.querySelectorAll('input[data-empty-on-submit]').forEach(function (i) {
+        i.disabled = false;
+        delete i.dataset.emptyOnSubmit;
+      });
     });
   }
 
