@@ -1,11 +1,12 @@
 -- +goose Up
 
 -- Marks that rewrite no index (docs/operations.md, "Storage layout"; docs/benchmarks.md,
--- "Resend and jobs: one probe per failure"). Every change of state of a failure updated its
+-- "Heap-only marks"). Every change of state of a failure updated its
 -- failure_states row, and since three of the states' five indexes held the state (the state's
--- list index, the counts index and the due index, whose predicate names it), every mark wrote
--- a new entry into each of the five: the RESENT mark of the scheduler and of the jobs was the
--- largest database cost of a resent failure. Now no index of failure_states holds the state, a
+-- list index, the counts index and the due index, whose predicate names it), no mark was a
+-- heap-only update: each wrote a new entry into the primary key and into every secondary index
+-- that took its new row. The RESENT mark of the scheduler and of the jobs was the largest
+-- database cost of a resent failure. Now no index of failure_states holds the state, a
 -- next attempt or any column a mark changes, and its partitions keep half of each page free:
 -- a mark is a heap-only (HOT) update, which writes the new row version next to the old one
 -- and no index entry.
