@@ -113,8 +113,8 @@ type ClaimDueParams struct {
 // last one may be smaller), in due order. It returns no claim when nothing is due.
 //
 // Claims are taken one at a time (claims.go), so concurrent callers never get the same failure
-// while its claim runs. A claim reads the index failure_states_due_idx (migrations 005 and
-// 020) in order, and of each claimed state row its created_at, and writes one row per batch: it
+// while its claim runs. A claim reads the index failure_not_resent_due_idx (migrations 005 and
+// 026) in order, with each claimed failure's created_at, and writes one row per batch: it
 // holds the claim lock for little more than the time to read the index entries, however large
 // the records are. The caller loads the records (ResendItemsAt, by id and created_at) after the
 // claim, in parallel with the next claim. A caller that claims again and
@@ -152,7 +152,7 @@ func (s *Store) ClaimDueBatches(ctx context.Context, p ClaimDueParams) ([]DueCla
 		WITH picked AS (
 			SELECT f.id, f.created_at, f.next_attempt_at, row_number() OVER (ORDER BY f.next_attempt_at, f.id) - 1 AS n
 			FROM (
-				SELECT f.id, f.created_at, f.next_attempt_at FROM failure_states f
+				SELECT f.id, f.created_at, f.next_attempt_at FROM failure_not_resent f
 				WHERE f.state = 'RETRY_PENDING' AND f.next_attempt_at <= $1
 				  AND (f.next_attempt_at, f.id) > ($3::timestamptz, $4::uuid)
 				  AND f.id NOT IN (`+liveClaimedSQL("$1")+`)

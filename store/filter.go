@@ -60,28 +60,49 @@ func genericPlan(f *Filter) bool {
 	return f.Search == "" && f.KeyPrefix == nil && f.TraceID == "" && f.HeaderName == "" && f.HeaderValue == nil && f.Payload == nil
 }
 
-// countSource is the relation a count of the failures that f selects reads: failure_states
-// alone when every criterion of f is a column of the states (state, temporality, topic, group,
-// ticket, time range), else the failures view, which joins each state with its record.
-func countSource(f *Filter) string {
+// countSource is the relation a count of the failures that f (and, when any, one of states)
+// selects reads: when every criterion of f is a column of the states (state, temporality,
+// topic, group, ticket, time range), failure_not_resent if the failures are all of states other
+// than RESENT (its indexes hold the state, migration 026), else failure_states; otherwise the
+// failures view, which joins each state with its record.
+func countSource(f *Filter, states ...State) string {
 	if f.PublisherSystem == "" && f.PublisherService == "" && f.ErrorCode == "" && f.MessageType == "" &&
 		len(f.SourceFormats) == 0 && f.SourceTopic == "" && len(f.Clusters) == 0 && f.Key == nil && f.Search == "" && f.KeyPrefix == nil &&
 		f.EventID == "" && f.IdempotenceID == "" && f.CausingMessage == "" && f.TraceID == "" && f.HeaderName == "" &&
 		f.HeaderValue == nil && f.StackTraceHash == "" && f.Payload == nil {
+		if notResent(f.States) || notResent(states) {
+			return "failure_not_resent"
+		}
 		return "failure_states"
 	}
 	return "failures"
 }
 
-// stateDriven reports whether a list of the failures that f selects is best found in the
-// states alone: every criterion is a column of the states (countSource), and there is one
-// group or exactly one state, whose index (group or state, then created_at) gives the
-// states in list order. Several states (or groups, through a ticket) are not: their index
-// would give each one's rows in order, and all of them would be sorted; the records, walked
-// newest first, find such a page sooner. Nor is a topic: the records' (topic, created) index
-// finds its page, where the states' index would read the state of every topic.
-func stateDriven(f *Filter) bool {
-	return countSource(f) == "failure_states" && f.Topic == "" && (len(f.States) == 1 || f.GroupID != 0)
+// notResent reports whether states is not empty and holds no RESENT.
+func notResent(states []State) bool {
+	return len(states) > 0 && !slices.Contains(states, StateResent)
+}
+
+// stateDriven returns the relation in which a page of the failures that f selects is best
+// found before its rows are joined with their records, or "" for none (the records, walked in
+// created order, find it). failure_not_resent, when every criterion is one of its columns
+// (countSource) and no state is RESENT: its indexes (its primary key, state or group, then
+// created_at) give its rows in list order, and it holds only the failures not resent. The
+// states, for one group of any state: their group index gives the group's states in order. A
+// list of RESENT failures without a group walks the records (no index of the states holds
+// the state; resent failures are most of them). Nor is a topic driven by either: the records'
+// (topic, created) index finds its page, where these would read the rows of every topic.
+func stateDriven(f *Filter) string {
+	if f.Topic != "" {
+		return ""
+	}
+	switch src := countSource(f); {
+	case src == "failure_not_resent":
+		return src
+	case src == "failure_states" && f.GroupID != 0:
+		return src
+	}
+	return ""
 }
 
 // conditions returns the SQL conditions of f on the failures table (aliased f), appending

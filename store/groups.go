@@ -21,12 +21,12 @@ type GroupListParams struct {
 const groupColumns = `g.id, g.publisher_service, g.message_type, g.error_code, g.stack_trace_hash,
 	g.ticket, g.note, g.first_seen, g.last_seen`
 
-// groupCounts counts a group's open and total failures through the (group_id, state, …) index
-// of the states.
+// groupCounts counts a group's open failures through the (group_id, state, …) index of
+// failure_not_resent and all of them through the (group_id, …) index of the states.
 const groupCounts = `CROSS JOIN LATERAL (
-		SELECT count(*) FILTER (WHERE f.state IN ('RETRY_PENDING', 'PERMANENT')) AS open_count,
-			count(*) AS total_count
-		FROM failure_states f WHERE f.group_id = g.id) c`
+		SELECT (SELECT count(*) FROM failure_not_resent o
+			WHERE o.group_id = g.id AND o.state IN ('RETRY_PENDING', 'PERMANENT')) AS open_count,
+			(SELECT count(*) FROM failure_states f WHERE f.group_id = g.id) AS total_count) c`
 
 func scanGroup(row pgx.Row) (*Group, error) {
 	var g Group
@@ -61,7 +61,7 @@ func (s *Store) ListGroups(ctx context.Context, p GroupListParams) ([]Group, boo
 		conds = append(conds, eq.column+" = "+args.add(eq.value))
 	}
 	if p.Filter.OpenOnly {
-		conds = append(conds, `EXISTS (SELECT 1 FROM failure_states o WHERE o.group_id = g.id AND o.state IN ('RETRY_PENDING', 'PERMANENT'))`)
+		conds = append(conds, `EXISTS (SELECT 1 FROM failure_not_resent o WHERE o.group_id = g.id AND o.state IN ('RETRY_PENDING', 'PERMANENT'))`)
 	}
 	if p.After != nil {
 		conds = append(conds, fmt.Sprintf("(g.last_seen, g.id) < (%s, %s)", args.add(p.After.LastSeen), args.add(p.After.ID)))

@@ -47,7 +47,7 @@ func (s *Store) SearchGroups(ctx context.Context, p GroupSearchParams) ([]GroupS
 		conds = append(conds, "g.last_seen < "+args.add(f.LastSeenTo))
 	}
 	if f.OpenOnly {
-		conds = append(conds, `EXISTS (SELECT 1 FROM failure_states o WHERE o.group_id = g.id AND o.state IN ('RETRY_PENDING', 'PERMANENT'))`)
+		conds = append(conds, `EXISTS (SELECT 1 FROM failure_not_resent o WHERE o.group_id = g.id AND o.state IN ('RETRY_PENDING', 'PERMANENT'))`)
 	}
 	if p.After != nil {
 		conds = append(conds, fmt.Sprintf("(g.last_seen, g.id) < (%s, %s)", args.add(p.After.LastSeen), args.add(p.After.ID)))

@@ -564,13 +564,25 @@ func (s *Store) storedClusters(ctx context.Context) ([]string, error) {
 	return clusters, nil
 }
 
-// StateStats counts the failures by state and finds the oldest of each state.
+// StateStats counts the failures by state and finds the oldest of each state: the states
+// other than RESENT from failure_not_resent_state_idx, RESENT as all failures less those, and
+// its oldest by walking the records in created order (no index holds the state, migration
+// 026).
 func (s *Store) StateStats(ctx context.Context) (StateStats, error) {
 	st := StateStats{Counts: make(map[State]int64, len(States)), Oldest: make(map[State]time.Time, len(States))}
 	for _, state := range States {
 		st.Counts[state] = 0
 	}
-	rows, err := s.pool.Query(ctx, `SELECT state, count(*), min(created_at) FROM failure_states GROUP BY state`)
+	rows, err := s.pool.Query(ctx, `
+		WITH held AS (SELECT state, count(*) AS n, min(created_at) AS oldest FROM failure_not_resent GROUP BY state)
+		SELECT state, n, oldest FROM held
+		UNION ALL
+		SELECT 'RESENT', t.n, (
+			SELECT r.created_at FROM failure_records r
+			WHERE EXISTS (SELECT 1 FROM failure_states s WHERE s.id = r.id AND s.created_at = r.created_at AND s.state = 'RESENT')
+			ORDER BY r.created_at LIMIT 1)
+		FROM (SELECT (SELECT count(*) FROM failure_states) - (SELECT coalesce(sum(n), 0) FROM held) AS n) t
+		WHERE t.n > 0`)
 	if err != nil {
 		return StateStats{}, fmt.Errorf("state stats: %w", err)
 	}

@@ -555,6 +555,33 @@ func TestStateStats(t *testing.T) {
 	if !st.Oldest[store.StatePermanent].Equal(intakeNow.Add(-time.Hour)) || !st.Oldest[store.StateRetryPending].Equal(intakeNow) {
 		t.Errorf("oldest = %v", st.Oldest)
 	}
+	if _, ok := st.Oldest[store.StateResent]; ok {
+		t.Errorf("oldest RESENT %v without a RESENT failure", st.Oldest[store.StateResent])
+	}
+	// RESENT is counted as all failures less the others (migration 026), and its oldest found
+	// by walking the records: mark the older PERMANENT one and close the other.
+	for _, q := range []string{
+		`UPDATE failures SET state = 'RESENT', resent_at = now() WHERE idempotence_id = 'p2'`,
+		`UPDATE failures SET state = 'CLOSED', closed_reason = 'done' WHERE idempotence_id = 'p1'`,
+	} {
+		if _, err := pool.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err = s.StateStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counts[store.StateRetryPending] != 1 || st.Counts[store.StatePermanent] != 0 || st.Counts[store.StateResent] != 1 ||
+		st.Counts[store.StateClosed] != 1 {
+		t.Errorf("counts after a mark and a close = %v", st.Counts)
+	}
+	if !st.Oldest[store.StateResent].Equal(intakeNow.Add(-time.Hour)) || !st.Oldest[store.StateClosed].Equal(intakeNow) {
+		t.Errorf("oldest after a mark and a close = %v", st.Oldest)
+	}
+	if _, ok := st.Oldest[store.StatePermanent]; ok {
+		t.Errorf("oldest PERMANENT %v without a PERMANENT failure", st.Oldest[store.StatePermanent])
+	}
 }
 
 // BenchmarkIngest writes batches of 1,000 new failures with 512-byte values and two headers.

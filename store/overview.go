@@ -10,7 +10,7 @@ import (
 )
 
 // OpenFailures counts the open failures by temporality, original topic and publisher service,
-// from an index-only scan of the statistics index.
+// from an index-only scan of failure_not_resent_group_idx.
 func (s *Store) OpenFailures(ctx context.Context) (*OpenBreakdown, error) {
 	b := &OpenBreakdown{
 		ByTemporality:      map[avro.Temporality]int64{avro.Temporary: 0, avro.Permanent: 0, avro.Unknown: 0},
@@ -19,7 +19,7 @@ func (s *Store) OpenFailures(ctx context.Context) (*OpenBreakdown, error) {
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT c.temporality, c.original_topic, g.publisher_service, sum(c.n)::bigint
-		FROM (SELECT group_id, temporality, original_topic, count(*) AS n FROM failure_states
+		FROM (SELECT group_id, temporality, original_topic, count(*) AS n FROM failure_not_resent
 		      WHERE state IN ('RETRY_PENDING', 'PERMANENT') GROUP BY group_id, temporality, original_topic) c
 		JOIN failure_groups g ON g.id = c.group_id
 		GROUP BY c.temporality, c.original_topic, g.publisher_service`)

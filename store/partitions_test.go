@@ -140,6 +140,7 @@ func TestDropExpiredPartitionsCarriesOpenFailures(t *testing.T) {
 			t.Errorf("%s is in %s, want the default partition", n, partition)
 		}
 	}
+	notResentExact(t, pool, "after the drop")
 	for _, n := range []string{"resent-old", "closed-old", "permanent-old", "gone-1", "gone-2"} {
 		if _, err := s.FailureByID(ctx, ids[n]); err != store.ErrNotFound {
 			t.Errorf("expired %s: FailureByID = %v, want ErrNotFound", n, err)
@@ -171,6 +172,7 @@ func TestDropExpiredPartitionsCarriesOpenFailures(t *testing.T) {
 	if n, _, err := s.DeleteExpired(ctx, store.StateClosed, now.Add(time.Minute), 10); err != nil || n != 1 {
 		t.Errorf("DeleteExpired of the carried, closed failure = %d, %v; want 1", n, err)
 	}
+	notResentExact(t, pool, "after the delete from the default partition")
 
 	// Without a limit, the older week goes too, its open failures carried.
 	dropped, err = s.DropExpiredPartitions(ctx, store.RetentionParams{Now: now, ResolvedAge: 30 * day, PermanentAge: 180 * day})
@@ -182,6 +184,25 @@ func TestDropExpiredPartitionsCarriesOpenFailures(t *testing.T) {
 	}
 	if n := countRows(t, pool, `SELECT count(*) FROM failures WHERE state = 'PERMANENT'`); n != 5 {
 		t.Errorf("%d PERMANENT failures, want 5 (older-1..4 and the re-ingested gone-1)", n)
+	}
+	notResentExact(t, pool, "after the second drop")
+}
+
+// notResentExact fails t unless failure_not_resent holds exactly the failures that are not
+// RESENT, with their columns (migration 026): retention detaches partitions and deletes from
+// the default one, which fire no trigger of failure_states.
+func notResentExact(t *testing.T, pool *pgxpool.Pool, when string) {
+	t.Helper()
+	const q = `SELECT count(*) FROM (
+		(SELECT id, created_at, group_id, temporality, original_topic, state, next_attempt_at FROM failure_not_resent
+		 EXCEPT ALL
+		 SELECT id, created_at, group_id, temporality, original_topic, state, next_attempt_at FROM failure_states WHERE state <> 'RESENT')
+		UNION ALL
+		(SELECT id, created_at, group_id, temporality, original_topic, state, next_attempt_at FROM failure_states WHERE state <> 'RESENT'
+		 EXCEPT ALL
+		 SELECT id, created_at, group_id, temporality, original_topic, state, next_attempt_at FROM failure_not_resent)) d`
+	if n := countRows(t, pool, q); n != 0 {
+		t.Errorf("%s: failure_not_resent differs from the states in %d rows", when, n)
 	}
 }
 

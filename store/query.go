@@ -76,12 +76,13 @@ func listSQLColumns(p *ListParams, columns string) (string, sqlArgs, error) {
 	// does not know expects a tenth of the rows and joins every record with its state (13 s
 	// for a page at 1,000,000 failures, against 1 ms for the plan that reads the first rows).
 	order := fmt.Sprintf(" ORDER BY f.created_at %s, f.id %s LIMIT %d", dir, dir, p.Limit+1)
-	if stateDriven(&p.Filter) {
-		// The page is found in failure_states alone, in the order of its own index (state or
-		// group, then created_at), and only its rows are joined with their records: the view
-		// joins the state on a range of created_at (migration 020), so an order by the
-		// record's created_at cannot be read from an index of the states.
-		return "SELECT " + columns + " FROM failures f JOIN (SELECT f.id, f.created_at FROM failure_states f" +
+	if src := stateDriven(&p.Filter); src != "" {
+		// The page is found in failure_not_resent or failure_states alone, in the order of
+		// its own index (created_at, or state or group, then created_at), and only its rows
+		// are joined with their records: the view joins the state on a range of created_at
+		// (migration 020), so an order by the record's created_at cannot be read from an
+		// index of the states.
+		return "SELECT " + columns + " FROM failures f JOIN (SELECT f.id, f.created_at FROM " + src + " f" +
 			whereClause(conds) + order + ") p ON f.created_at = p.created_at AND f.id = p.id" + order, args, nil
 	}
 	return "SELECT " + columns + " FROM failures f" + whereClause(conds) + order, args, nil
@@ -266,7 +267,7 @@ func (s *Store) CountFailures(ctx context.Context, f Filter, states ...State) (i
 		conds = append(conds, "f.state = ANY("+args.add(stateStrings(states))+"::text[])")
 	}
 	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+countSource(&f)+" f"+whereClause(conds), args...).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+countSource(&f, states...)+" f"+whereClause(conds), args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count failures: %w", err)
 	}
 	return n, nil

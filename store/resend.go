@@ -331,7 +331,7 @@ func (s *Store) ExhaustRetries(ctx context.Context, ids []uuid.UUID, reason stri
 func (s *Store) OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
 	var oldest *time.Time
 	err := s.pool.QueryRow(ctx, `
-		SELECT min(next_attempt_at) FROM failure_states
+		SELECT min(next_attempt_at) FROM failure_not_resent
 		WHERE state = 'RETRY_PENDING' AND next_attempt_at <= $1`, now).Scan(&oldest)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("oldest due resend: %w", err)

@@ -42,6 +42,9 @@ func (s *Store) DeleteExpired(ctx context.Context, state State, cutoff time.Time
 			DELETE FROM failure_states_default s USING doomed
 			WHERE s.id = doomed.id AND s.created_at = doomed.created_at
 			RETURNING s.id, s.created_at, s.group_id
+		), not_resent AS (
+			-- A statement on a partition fires no trigger of failure_states (migration 026).
+			DELETE FROM failure_not_resent n USING states WHERE n.created_at = states.created_at AND n.id = states.id
 		), records AS (
 			DELETE FROM failure_records_default r USING states
 			WHERE r.id = states.id AND r.created_at = states.created_at

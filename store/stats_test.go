@@ -38,4 +38,18 @@ func TestFailureStats(t *testing.T) {
 	if !st.OldestPending.Equal(old) || !st.OldestPermanent.Equal(old.Add(time.Hour)) {
 		t.Errorf("oldest = %v / %v", st.OldestPending, st.OldestPermanent)
 	}
+	// RESENT failures are the totals less the others (migration 026), by temporality, topic and
+	// service alike.
+	insertFixture(t, pool, fixtureRow{State: store.StateResent, Temporality: avro.Temporary, Topic: "a", PublisherService: "s2"})
+	insertFixture(t, pool, fixtureRow{State: store.StateResent, Temporality: avro.Permanent, Topic: "c", PublisherService: "s1"})
+	insertFixture(t, pool, fixtureRow{State: store.StateResent, Temporality: avro.Permanent, Topic: "c", PublisherService: "s1"})
+	st, err = s.FailureStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Total != 7 || st.ByState[store.StateResent] != 3 || st.ByState[store.StateClosed] != 1 || st.ByState[store.StatePermanent] != 1 ||
+		st.ByState[store.StateRetryPending] != 2 || st.ByTemporality[avro.Temporary] != 3 || st.ByTemporality[avro.Permanent] != 3 ||
+		st.ByTopic["a"] != 3 || st.ByTopic["c"] != 2 || st.ByPublisherService["s1"] != 5 || st.ByPublisherService["s2"] != 2 {
+		t.Errorf("stats with RESENT failures = %+v", st)
+	}
 }

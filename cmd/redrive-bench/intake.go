@@ -234,7 +234,7 @@ func intakeBenchEvents(codec *avro.Codec, n, valueSize int) ([]store.Incoming, [
 
 func intakeResetTables(ctx context.Context, pool *pgxpool.Pool) error {
 	for _, s := range []string{
-		"TRUNCATE failure_records, failure_states, failure_keys, failure_texts, failure_revisions, failure_groups, audit_log RESTART IDENTITY",
+		"TRUNCATE failure_records, failure_states, failure_not_resent, failure_keys, failure_texts, failure_revisions, failure_groups, audit_log RESTART IDENTITY",
 		"CHECKPOINT",
 	} {
 		if _, err := pool.Exec(ctx, s); err != nil {

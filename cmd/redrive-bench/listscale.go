@@ -67,6 +67,17 @@ func benchListScale(ctx context.Context, args []string) error {
 			return err
 		}
 		gen.start = start
+		// The groups were inserted in group order (gen.load).
+		rows, err := pool.Query(ctx, "SELECT id FROM failure_groups ORDER BY id")
+		if err != nil {
+			return err
+		}
+		if gen.groupIDs, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			return err
+		}
+		if len(gen.groupIDs) != scaleGroups {
+			return fmt.Errorf("list-scale: the database holds %d groups, not %d", len(gen.groupIDs), scaleGroups)
+		}
 	} else {
 		p, drop, err := scratchDatabase(ctx, *dbURL)
 		if err != nil {
@@ -299,7 +310,7 @@ func (g *scaleGen) load(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	fmt.Printf("load: %d indexes and keys built in %s\n", len(ddls), time.Since(t2).Round(time.Second))
 	t3 := time.Now()
-	if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) failure_records, failure_states, failure_keys, failure_texts, failure_groups"); err != nil {
+	if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) failure_records, failure_states, failure_not_resent, failure_keys, failure_texts, failure_groups"); err != nil {
 		return err
 	}
 	fmt.Printf("load: VACUUM ANALYZE in %s; %d failures loaded in %s in all\n", time.Since(t3).Round(time.Second), g.n, time.Since(t0).Round(time.Second))

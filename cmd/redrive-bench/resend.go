@@ -404,7 +404,7 @@ func resendHistograms(reg *prometheus.Registry) map[string]resendHistogram {
 
 // resendQuiesce vacuums and analyzes the failure tables.
 func resendQuiesce(ctx context.Context, pool *pgxpool.Pool) error {
-	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) failure_records, failure_states, failure_keys`); err != nil {
+	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) failure_records, failure_states, failure_not_resent, failure_keys`); err != nil {
 		return fmt.Errorf("vacuum: %w", err)
 	}
 	return nil
