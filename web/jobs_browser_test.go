@@ -42,12 +42,7 @@ func TestBrowserJob(t *testing.T) {
 		t.Fatalf("pinned %s failures, want 3", got)
 	}
 	screenshot(t, ctx, "job-preview.png")
-	clickAndWait(t, ctx, "#start-job")
-	loc := run(t, ctx, chromedp.Location())
-	m := regexp.MustCompile(`/jobs/([0-9a-f-]{36})$`).FindStringSubmatch(loc)
-	if m == nil {
-		t.Fatalf("after the start at %s, want the job's page", loc)
-	}
+	startJob(t, ctx)
 	if got := text(t, ctx, "#job-state"); got != "RUNNING" {
 		t.Fatalf("the job is %s, want RUNNING (no runner yet)", got)
 	}
@@ -170,19 +165,14 @@ func TestBrowserJobTargetCluster(t *testing.T) {
 	if got := text(t, ctx, "#pinned-count"); got != "1" {
 		t.Fatalf("pinned %s failures, want 1", got)
 	}
-	clickAndWait(t, ctx, "#start-job")
-	loc := run(t, ctx, chromedp.Location())
-	m := regexp.MustCompile(`/jobs/([0-9a-f-]{36})$`).FindStringSubmatch(loc)
-	if m == nil {
-		t.Fatalf("after the start at %s, want the job's page", loc)
-	}
+	id := startJob(t, ctx)
 	if got := text(t, ctx, "#job-target-cluster"); got != "east" {
 		t.Errorf("the job page's cluster %q, want east", got)
 	}
 	if got := text(t, ctx, "#job-target-topic"); got != "shipments-replay" {
 		t.Errorf("the job page's topic %q", got)
 	}
-	j, err := f.core.Job(context.Background(), uuid.MustParse(m[1]), operator.Reader{})
+	j, err := f.core.Job(context.Background(), id, operator.Reader{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,4 +180,17 @@ func TestBrowserJobTargetCluster(t *testing.T) {
 		t.Errorf("started job %s to cluster %v", j.State, j.TargetCluster)
 	}
 	screenshot(t, ctx, "job-target-cluster.png")
+}
+
+// startJob clicks the preview's start button and returns the id of the job whose page the
+// browser is on then.
+func startJob(t *testing.T, ctx context.Context) uuid.UUID {
+	t.Helper()
+	clickAndWait(t, ctx, "#start-job")
+	loc := run(t, ctx, chromedp.Location())
+	m := regexp.MustCompile(`/jobs/([0-9a-f-]{36})$`).FindStringSubmatch(loc)
+	if m == nil {
+		t.Fatalf("after the start at %s, want the job's page", loc)
+	}
+	return uuid.MustParse(m[1])
 }
